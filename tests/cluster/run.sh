@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The cluster test tier.
+#
+# Starts the local control plane (scripts/cluster up), applies the crash
+# scenarios (scripts/cluster scenarios), then for every scenario in
+# scenarios/expected.tsv captures what an on-call engineer would run with the
+# real kubectl into target/cluster/capture/<name>/:
+#
+#   describe-pod.txt                 kubectl describe pod POD
+#   pod.yaml                         kubectl get pod POD -o yaml
+#   events.txt                       kubectl get events --field-selector involvedObject.name=POD
+#   logs-previous.<container>.txt    kubectl logs POD -c C --previous   (only when kubectl returned logs)
+#   logs.<container>.txt             kubectl logs POD -c C              (only when kubectl returned logs)
+#
+# checks that kubectl shows the failure (the workload's crashdoc.test/expect-*
+# annotations), runs `target/release/crashdoc analyze DIR --format json` and
+# compares .pods[0].diagnoses[0].cause with expected.tsv.
+#
+# Prints one line per scenario, then "N passed, M failed"; exits non-zero if any
+# failed. Always runs `scripts/cluster down` on exit.
+#
+# CRASHDOC_CLUSTER_ONLY=1 skips the crashdoc comparison (proves the cluster only).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TESTS="$ROOT/tests/cluster"
+CAPTURE="$ROOT/target/cluster/capture"
+CRASHDOC="$ROOT/target/release/crashdoc"
+NS=crashdoc-e2e
+
+cleanup() { "$ROOT/scripts/cluster" down || true; }
+trap cleanup EXIT
+
+kubeconfig=$("$ROOT/scripts/cluster" up | tail -n1) || { echo "scripts/cluster up failed"; echo "0 passed, 1 failed"; exit 1; }
+eval "$("$ROOT/scripts/cluster" env)"
+export KUBECONFIG="$kubeconfig"
+
+scenarios_ok=1
+"$ROOT/scripts/cluster" scenarios >/dev/null || { scenarios_ok=0; echo "scripts/cluster scenarios: not every scenario settled (continuing, failures below)"; }
+
+have_crashdoc=1
+if [[ "${CRASHDOC_CLUSTER_ONLY:-}" == 1 ]]; then
+  have_crashdoc=0
+  echo "CRASHDOC_CLUSTER_ONLY=1: checking the cluster only, not crashdoc"
+elif [[ ! -x "$CRASHDOC" ]]; then
+  have_crashdoc=0
+  echo "target/release/crashdoc not found (build it with cargo build --release): the crashdoc comparison cannot run, every scenario fails"
+fi
+
+rm -rf "$CAPTURE"; mkdir -p "$CAPTURE"
+passed=0 failed=0
+
+while IFS=$'\t' read -r ref expected; do
+  [[ -z "$ref" || "$ref" == \#* ]] && continue
+  kind=${ref%%/*} name=${ref#*/}
+  dir="$CAPTURE/$name"; mkdir -p "$dir"
+  problems=()
+
+  pod=$(kubectl -n "$NS" get pods -l "crashdoc.test/scenario=$name" \
+        --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[-1:].metadata.name}' 2>/dev/null)
+  if [[ -z "$pod" ]]; then
+    echo "FAIL $ref: no pod with label crashdoc.test/scenario=$name"
+    failed=$((failed + 1)); continue
+  fi
+
+  # --- capture, as a person would with kubectl
+  kubectl -n "$NS" describe pod "$pod" > "$dir/describe-pod.txt" 2>>"$dir.errors"
+  kubectl -n "$NS" get pod "$pod" -o yaml > "$dir/pod.yaml" 2>>"$dir.errors"
+  kubectl -n "$NS" get events --field-selector "involvedObject.name=$pod" > "$dir/events.txt" 2>>"$dir.errors"
+  containers=$(kubectl -n "$NS" get pod "$pod" -o jsonpath='{range .spec.initContainers[*]}{.name}{"\n"}{end}{range .spec.containers[*]}{.name}{"\n"}{end}')
+  for c in $containers; do
+    kubectl -n "$NS" logs "$pod" -c "$c" --previous > "$dir/logs-previous.$c.txt" 2>>"$dir.errors" \
+      && [[ -s "$dir/logs-previous.$c.txt" ]] || rm -f "$dir/logs-previous.$c.txt"
+    kubectl -n "$NS" logs "$pod" -c "$c" > "$dir/logs.$c.txt" 2>>"$dir.errors" \
+      && [[ -s "$dir/logs.$c.txt" ]] || rm -f "$dir/logs.$c.txt"
+  done
+
+  # --- the cluster shows the failure the way kubectl users see it
+  want_describe=$(kubectl -n "$NS" get "$kind" "$name" -o jsonpath='{.metadata.annotations.crashdoc\.test/expect-describe}')
+  while IFS= read -r needle; do
+    [[ -z "$needle" ]] && continue
+    grep -qF -- "$needle" "$dir/describe-pod.txt" || problems+=("describe lacks '$needle'")
+  done <<<"$want_describe"
+  want_logs=$(kubectl -n "$NS" get "$kind" "$name" -o jsonpath='{.metadata.annotations.crashdoc\.test/expect-logs-previous}')
+  if [[ -n "$want_logs" ]]; then
+    grep -qF -- "$want_logs" "$dir"/logs-previous.*.txt 2>/dev/null \
+      || problems+=("logs --previous lack '$want_logs'")
+  fi
+  [[ -s "$dir/events.txt" ]] || problems+=("no events for the pod")
+
+  # --- crashdoc
+  got="-"
+  if (( have_crashdoc )); then
+    if out=$("$CRASHDOC" analyze "$dir" --format json 2>"$dir.crashdoc-stderr"); then
+      printf '%s\n' "$out" > "$dir.crashdoc.json"
+      got=$(jq -r '.pods[0].diagnoses[0].cause // "none"' <<<"$out" 2>/dev/null || echo "unparseable")
+      [[ "$got" == "$expected" ]] || problems+=("crashdoc says $got, expected $expected")
+    else
+      problems+=("crashdoc analyze exited $? (see $dir.crashdoc-stderr)")
+    fi
+  elif [[ "${CRASHDOC_CLUSTER_ONLY:-}" != 1 ]]; then
+    problems+=("crashdoc binary missing")
+  fi
+
+  if (( ${#problems[@]} == 0 )); then
+    echo "PASS $ref: pod $pod, cause $expected$([[ $got == - ]] && echo " (crashdoc not run)")"
+    passed=$((passed + 1))
+  else
+    msg=$(IFS=';'; echo "${problems[*]}")
+    echo "FAIL $ref: pod $pod: ${msg//;/; }"
+    failed=$((failed + 1))
+  fi
+done < "$TESTS/scenarios/expected.tsv"
+
+(( scenarios_ok )) || echo "note: scripts/cluster scenarios timed out; see target/cluster/logs/"
+echo "$passed passed, $failed failed"
+(( failed == 0 ))
