@@ -1,0 +1,326 @@
+//! Runs every rule on a pod, merges and ranks the findings, says what
+//! evidence is missing.
+
+use crate::causes::Cause;
+use crate::model::*;
+use crate::rules::{self, Context, Finding};
+use crate::scan::LogKind;
+use serde::Serialize;
+
+/// How sure a diagnosis is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+impl Confidence {
+    pub fn from_score(s: f32) -> Self {
+        if s >= 0.85 {
+            Confidence::High
+        } else if s >= 0.6 {
+            Confidence::Medium
+        } else {
+            Confidence::Low
+        }
+    }
+}
+
+/// One ranked cause (the JSON contract's `diagnoses[]`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosis {
+    pub cause: Cause,
+    pub container: Option<String>,
+    pub confidence: Confidence,
+    pub summary: String,
+    pub evidence: Vec<Cite>,
+    pub fix: Vec<String>,
+    pub commands: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<String>,
+    /// The ranking score behind the confidence, 0..1.
+    pub score: f32,
+}
+
+/// A diagnosed pod (the JSON contract's `pods[]`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PodReport {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub owner: Option<String>,
+    pub diagnoses: Vec<Diagnosis>,
+    pub missing: Vec<Missing>,
+    /// Startup timeline of model servers, per log.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<RunTimeline>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    #[serde(skip)]
+    pub restarts: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunTimeline {
+    pub log: String,
+    pub run: LogKind,
+    pub stages: Vec<rules::gpu::StageMark>,
+    /// The stage the run was in when its log ends.
+    pub last_stage: Option<String>,
+}
+
+/// The whole report (`--format json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub pods: Vec<PodReport>,
+}
+
+pub const SCHEMA: &str = "crashdoc/v1";
+
+/// Diagnose every pod of the evidence; pods with the strongest diagnosis first.
+pub fn diagnose_all(ev: &crate::ingest::Evidence) -> Report {
+    let mut pods: Vec<PodReport> = ev
+        .pods
+        .iter()
+        .map(|p| {
+            let extra: Vec<Missing> = ev
+                .collector_missing
+                .iter()
+                .filter(|(n, _)| n.is_empty() || Some(n) == p.name.as_ref())
+                .map(|(_, m)| m.clone())
+                .collect();
+            diagnose(p, &extra)
+        })
+        .collect();
+    pods.sort_by(|a, b| {
+        let key = |r: &PodReport| r.diagnoses.first().map(|d| (d.cause != Cause::Unknown, d.confidence, (d.score * 1000.0) as i32)).unwrap_or((false, Confidence::Low, 0));
+        key(b).cmp(&key(a))
+    });
+    Report { schema: SCHEMA, pods }
+}
+
+/// Diagnose one pod.
+pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
+    let cx = Context::new(pod);
+    let mut findings: Vec<Finding> = rules::all().iter().flat_map(|r| (r.check)(&cx)).filter(|f| f.score > 0.0).collect();
+
+    // Merge findings of the same cause: keep the strongest, add the others' evidence.
+    findings.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let mut merged: Vec<Finding> = Vec::new();
+    for f in findings {
+        match merged.iter_mut().find(|m| m.cause == f.cause) {
+            Some(m) => {
+                for e in f.evidence {
+                    if !m.evidence.contains(&e) && m.evidence.len() < 6 {
+                        m.evidence.push(e);
+                    }
+                }
+                for x in f.fix {
+                    if !m.fix.contains(&x) {
+                        m.fix.push(x);
+                    }
+                }
+                for x in f.commands {
+                    if !m.commands.contains(&x) {
+                        m.commands.push(x);
+                    }
+                }
+                m.reasoning.extend(f.reasoning);
+                m.container = m.container.take().or(f.container);
+                // Independent support from another source adds a little.
+                m.score = (m.score + 0.02).min(0.98);
+            }
+            None => merged.push(f),
+        }
+    }
+    merged.sort_by(|a, b| b.score.total_cmp(&a.score));
+    explain_ranking(&mut merged);
+
+    let missing = missing_evidence(pod, collector_missing);
+    let mut diagnoses: Vec<Diagnosis> = merged
+        .into_iter()
+        .filter(|f| !f.evidence.is_empty())
+        .map(|f| {
+            let mut commands = f.commands;
+            let default_cmds = [cx.describe_cmd(), cx.logs_previous_cmd(f.container.as_deref())];
+            for c in default_cmds {
+                if !commands.contains(&c) && commands.len() < 4 {
+                    commands.push(c);
+                }
+            }
+            Diagnosis {
+                cause: f.cause,
+                container: f.container,
+                confidence: Confidence::from_score(f.score),
+                summary: sentence(&f.summary),
+                evidence: f.evidence,
+                fix: f.fix,
+                commands,
+                reasoning: f.reasoning,
+                score: (f.score * 100.0).round() / 100.0,
+            }
+        })
+        .collect();
+    if diagnoses.is_empty() {
+        diagnoses.push(unknown(pod, &cx, &missing));
+    }
+    // With a thin top finding, say what is missing in the top diagnosis too.
+    let timeline: Vec<RunTimeline> = pod
+        .logs
+        .iter()
+        .filter_map(|l| {
+            let stages = rules::gpu::timeline(l);
+            (stages.len() >= 2).then(|| RunTimeline {
+                log: l.file.clone(),
+                run: l.kind,
+                last_stage: stages.last().map(|m| m.stage.describe().to_string()),
+                stages,
+            })
+        })
+        .collect();
+    PodReport {
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+        owner: pod.owner.as_ref().map(|o| format!("{}/{}", o.kind, o.name)),
+        diagnoses,
+        missing,
+        timeline,
+        notes: pod.notes.clone(),
+        sources: {
+            let mut s = pod.sources.clone();
+            s.dedup();
+            s
+        },
+        restarts: pod.containers.iter().map(|c| c.restarts()).max().unwrap_or(0).max(pod.listed_restarts.unwrap_or(0)),
+    }
+}
+
+fn sentence(s: &str) -> String {
+    let mut out = s.trim().to_string();
+    if let Some(first) = out.get(..1) {
+        let up = first.to_uppercase();
+        out.replace_range(..1, &up);
+    }
+    if !out.ends_with(['.', '!', '?', ')']) {
+        out.push('.');
+    }
+    out
+}
+
+/// When two signals compete, say why the winner wins.
+fn explain_ranking(f: &mut [Finding]) {
+    if f.len() < 2 {
+        return;
+    }
+    let (first, rest) = f.split_at_mut(1);
+    let top = &mut first[0];
+    for other in rest.iter().take(2) {
+        let pair = (top.cause, other.cause);
+        let why = match pair {
+            (Cause::ProbeKill, Cause::ExitZero) | (Cause::ProbeKill, Cause::Terminated) => {
+                Some("the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped")
+            }
+            (Cause::ProbeKill, Cause::OomKilled) => Some("the exit was a SIGKILL without OOMKilled: the probe, not the memory limit, killed it"),
+            (Cause::OomKilled, Cause::ProbeKill) => Some("OOMKilled is the kernel's record of the kill; probe failures came while memory was at the limit"),
+            (Cause::GpuOom, Cause::ProbeKill) | (Cause::GpuOom, Cause::Terminated) => {
+                Some("the logs show the GPU memory failure that kept the server from becoming ready; the SIGTERM that followed is its consequence")
+            }
+            (c, Cause::AppCrash) if c != Cause::AppCrash => Some("the exception carries a more specific cause than a bug in the program"),
+            (Cause::Terminated, Cause::OomKilled) => Some("exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted"),
+            _ => None,
+        };
+        if let Some(w) = why {
+            let s = format!("ranked above {}: {w}", other.cause);
+            if !top.reasoning.contains(&s) {
+                top.reasoning.push(s);
+            }
+        }
+    }
+}
+
+fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
+    let mut evidence: Vec<Cite> = Vec::new();
+    if let Some(s) = &pod.listed_status {
+        evidence.push(s.cite.clone());
+    }
+    for c in &pod.containers {
+        if let Some(w) = c.waiting_reason() {
+            evidence.push(w.cite.clone());
+        }
+        if let Some(t) = c.last_termination() {
+            if let Some(e) = &t.exit_code {
+                evidence.push(e.cite.clone());
+            }
+        }
+    }
+    if let Some(l) = pod.logs.iter().find(|l| !l.is_empty())
+        && let Some(last) = l.tail.last()
+    {
+        evidence.push(Cite::new(SourceKind::Log, format!("{}:{}", l.file, last.number), last.text.clone()));
+    }
+    if evidence.is_empty() {
+        evidence.push(Cite::new(SourceKind::Other, "input", format!("read: {}", if pod.sources.is_empty() { "nothing usable".to_string() } else { pod.sources.join(", ") })));
+    }
+    let what: Vec<&str> = missing.iter().map(|m| m.what.as_str()).collect();
+    Diagnosis {
+        cause: Cause::Unknown,
+        container: cx.focus_name().map(str::to_string),
+        confidence: Confidence::Low,
+        summary: if what.is_empty() {
+            "The evidence matches no known cause.".to_string()
+        } else {
+            format!("The evidence supports no cause; missing: {}.", what.join(", "))
+        },
+        evidence,
+        fix: vec!["collect the missing evidence (see `missing`) and analyse again, or run `crashdoc diagnose` against the cluster".into()],
+        commands: vec![cx.describe_cmd(), cx.logs_previous_cmd(cx.focus_name()), cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name()))],
+        reasoning: vec![],
+        score: 0.0,
+    }
+}
+
+/// What the input lacks, and what it would have told.
+pub fn missing_evidence(pod: &Pod, collector: &[Missing]) -> Vec<Missing> {
+    let mut out: Vec<Missing> = collector.to_vec();
+    let m = |what: &str, why: &str| Missing { what: what.into(), why: why.into() };
+    let has_termination = pod.containers.iter().any(|c| c.last_termination().is_some());
+    let restarted = pod.is_restarting();
+    if !pod.has_previous_logs() && (restarted || has_termination || pod.containers.is_empty()) {
+        out.push(m("logs --previous", "the crashed run's own output (stack traces, the last lines before exit) is not in the input"));
+    }
+    if !has_termination && !pod.status_contains("Pending") && !pod.status_contains("ImagePull") && !pod.phase_is("Pending") {
+        out.push(m("lastState.terminated", "the exit code and reason (OOMKilled, Error, Completed) of the last run are not in the input (describe pod or pod YAML has them)"));
+    }
+    if pod.events.is_empty() {
+        out.push(m("events", "events tell probe kills, mount and scheduling failures, image pulls and evictions apart; none are in the input"));
+    }
+    if pod.containers.iter().all(|c| c.limits.is_empty() && c.probes.is_empty()) {
+        out.push(m("pod spec", "resources and probes (from describe pod or the pod YAML) size the fix"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_bands() {
+        assert_eq!(Confidence::from_score(0.9), Confidence::High);
+        assert_eq!(Confidence::from_score(0.7), Confidence::Medium);
+        assert_eq!(Confidence::from_score(0.2), Confidence::Low);
+    }
+
+    #[test]
+    fn empty_pod_is_unknown_with_missing() {
+        let r = diagnose(&Pod::default(), &[]);
+        assert_eq!(r.diagnoses.len(), 1);
+        assert_eq!(r.diagnoses[0].cause, Cause::Unknown);
+        assert!(!r.diagnoses[0].evidence.is_empty());
+        assert!(r.missing.iter().any(|m| m.what == "logs --previous"));
+    }
+}

@@ -1,0 +1,578 @@
+//! Reading evidence: a folder of kubectl outputs, a `kubectl cluster-info
+//! dump` tree, a pasted blob, or a crashdoc bundle (folder or `.tar.gz`).
+//! All of them end as the same [`Evidence`], so every rule runs the same way
+//! on each.
+
+pub mod bundle;
+pub mod describe;
+pub mod dump;
+pub mod objects;
+pub mod paste;
+pub mod tables;
+pub mod tolerant;
+
+use crate::model::*;
+use crate::scan::{Catalog, LogKind, LogScan};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// A text document and where it came from (for citations).
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    /// The file name as cited (`describe-pod.txt`, `paste`).
+    pub name: String,
+    pub text: String,
+    /// Lines before this text in the original file.
+    pub line_offset: u64,
+}
+
+/// What an input file holds, decided by its name (or a paste section's
+/// command or shape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileKind {
+    Describe,
+    GetPods,
+    /// Kubernetes objects in YAML or JSON (pod, events, workloads, ...).
+    Objects,
+    Logs { kind: LogKind, container: Option<String> },
+    Events,
+    Node,
+    Pvc,
+    /// `kubectl describe secret|configmap`: key names and sizes.
+    DescribeData,
+    Top,
+    /// Anything else: split like a paste, unknown parts scanned like a log.
+    Other,
+    /// crashdoc's own references.json / missing.json in a bundle.
+    BundleMeta,
+}
+
+/// Why the input could not be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot read {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} holds no file crashdoc can read")]
+    NothingUsable { path: PathBuf, ignored: Vec<String> },
+    #[error("the input is empty")]
+    Empty,
+    #[error("the input is not text (it looks binary)")]
+    Binary,
+    #[error("{0} is not a crashdoc bundle: {1}")]
+    BadBundle(PathBuf, String),
+}
+
+/// Evidence for one or more pods, and what the reader noticed.
+#[derive(Debug, Default)]
+pub struct Evidence {
+    pub pods: Vec<Pod>,
+    /// Notes about the input as a whole (ignored files, partial reads).
+    pub notes: Vec<String>,
+    /// Missing evidence per pod name, reported by a live collector.
+    pub collector_missing: Vec<(String, Missing)>,
+}
+
+/// Largest structured file read into memory; logs are streamed whatever their size.
+pub const MAX_TEXT_FILE: u64 = 64 << 20;
+/// Largest paste read from standard input.
+pub const MAX_PASTE: u64 = 512 << 20;
+
+/// Classify a file by its name (case-insensitive).
+pub fn kind_of_file(name: &str) -> Option<FileKind> {
+    let n = name.to_ascii_lowercase();
+    let log = |prefix: &str, kind: LogKind| -> Option<FileKind> {
+        let rest = n.strip_prefix(prefix)?;
+        if rest == ".txt" || rest == ".log" {
+            return Some(FileKind::Logs { kind, container: None });
+        }
+        let c = rest.strip_prefix('.')?.strip_suffix(".txt").or_else(|| rest.strip_prefix('.')?.strip_suffix(".log"))?;
+        // Keep the container name as written in the file name.
+        let start = prefix.len() + 1;
+        Some(FileKind::Logs { kind, container: Some(name[start..start + c.len()].to_string()) })
+    };
+    if let Some(k) = log("logs-previous", LogKind::Previous).or_else(|| log("logs", LogKind::Current)) {
+        return Some(k);
+    }
+    Some(match n.as_str() {
+        "describe-pod.txt" | "describe.txt" => FileKind::Describe,
+        "get-pods.txt" | "pods.txt" => FileKind::GetPods,
+        "pod.yaml" | "pod.yml" | "pod.json" | "deployment.yaml" | "deployment.json" | "replicaset.yaml"
+        | "replicaset.json" | "statefulset.yaml" | "statefulset.json" | "daemonset.yaml" | "daemonset.json"
+        | "job.yaml" | "job.json" | "configmap.yaml" | "configmap.json" | "secret.yaml" | "secret.json"
+        | "node.yaml" | "node.json" | "pvc.yaml" | "pvc.json" | "events.json" | "events.yaml" | "owner.json" => {
+            FileKind::Objects
+        }
+        "events.txt" => FileKind::Events,
+        "describe-node.txt" => FileKind::Node,
+        "get-pvc.txt" | "describe-pvc.txt" => FileKind::Pvc,
+        "describe-secret.txt" | "describe-configmap.txt" => FileKind::DescribeData,
+        "top-pod.txt" | "top.txt" => FileKind::Top,
+        "other.txt" => FileKind::Other,
+        "references.json" | "missing.json" => FileKind::BundleMeta,
+        _ => return None,
+    })
+}
+
+/// Everything read from one folder (one pod's worth of evidence).
+#[derive(Debug, Default)]
+pub struct Parts {
+    pub described: Vec<describe::Described>,
+    pub objects: Vec<objects::Objects>,
+    pub rows: Vec<tables::PodRow>,
+    pub events: Vec<Event>,
+    pub logs: Vec<LogScan>,
+    pub pvcs: Vec<Pvc>,
+    pub config_objects: Vec<ConfigObject>,
+    pub usage: Vec<Usage>,
+    pub sources: Vec<String>,
+    pub notes: Vec<String>,
+    pub missing: Vec<Missing>,
+}
+
+impl Parts {
+    fn is_empty(&self) -> bool {
+        self.described.is_empty()
+            && self.objects.iter().all(|o| o.pods.is_empty() && o.events.is_empty() && o.template_containers.is_empty())
+            && self.rows.is_empty()
+            && self.events.is_empty()
+            && self.logs.is_empty()
+            && self.pvcs.is_empty()
+            && self.config_objects.is_empty()
+    }
+
+    /// Add a document of a known kind.
+    pub fn add_doc(&mut self, kind: FileKind, doc: Doc) {
+        match kind {
+            FileKind::Describe => self.described.push(describe::parse(&doc)),
+            FileKind::GetPods => {
+                self.rows.extend(tables::parse_pod_rows(&doc));
+                self.events.extend(tables::parse_event_lines(&doc));
+            }
+            FileKind::Objects => {
+                let o = objects::parse(&doc);
+                if let Some(p) = &o.partial {
+                    self.notes.push(format!("{}: {p}", doc.name));
+                }
+                self.objects.push(o);
+            }
+            FileKind::Events => {
+                let (tree, _) = if doc.text.trim_start().starts_with(['{', '[']) || doc.text.contains("kind: Event") {
+                    objects::parse_tree(&doc.text)
+                } else {
+                    (None, None)
+                };
+                if tree.is_some() {
+                    self.objects.push(objects::parse(&doc));
+                } else {
+                    self.events.extend(tables::parse_event_lines(&doc));
+                }
+            }
+            FileKind::Pvc => {
+                self.pvcs.extend(tables::parse_pvcs(&doc));
+                self.events.extend(tables::parse_event_lines(&doc));
+            }
+            FileKind::DescribeData => self.config_objects.extend(tables::parse_describe_data(&doc)),
+            FileKind::Node => {
+                // `describe node` text: conditions and allocatable are scanned like a log for now.
+                self.scan_doc(&doc, LogKind::Other, None);
+            }
+            FileKind::Top => self.usage.extend(parse_top(&doc)),
+            FileKind::Logs { kind, container } => self.scan_doc(&doc, kind, container),
+            FileKind::Other => {
+                for s in paste::split(&doc.name, &doc.text, FileKind::Logs { kind: LogKind::Other, container: None }) {
+                    let k = match s.kind {
+                        FileKind::Other => FileKind::Logs { kind: LogKind::Other, container: None },
+                        // A `kubectl logs` inside other.txt is evidence, but of unknown run.
+                        FileKind::Logs { container, .. } => FileKind::Logs { kind: LogKind::Other, container },
+                        k => k,
+                    };
+                    self.add_doc(k, s.doc);
+                }
+            }
+            FileKind::BundleMeta => bundle::read_meta(self, &doc),
+        }
+    }
+
+    fn scan_doc(&mut self, doc: &Doc, kind: LogKind, container: Option<String>) {
+        let mut scan = Catalog::global().scan_str(&doc.text, &doc.name, kind, container);
+        shift_lines(&mut scan, doc.line_offset);
+        self.logs.push(scan);
+    }
+
+    /// Read one file by name from a reader. Logs are streamed; other files
+    /// are read into memory up to [`MAX_TEXT_FILE`].
+    pub fn add_file<R: Read>(&mut self, name: &str, size: u64, reader: R) -> std::io::Result<()> {
+        let Some(kind) = kind_of_file(name) else {
+            self.notes.push(format!("ignored {name}: not a file name crashdoc reads (see `crashdoc analyze --help`)"));
+            return Ok(());
+        };
+        self.sources.push(name.to_string());
+        if let FileKind::Logs { kind, container } = kind {
+            let scan = Catalog::global().scan(reader, name, kind, container)?;
+            if scan.invalid_utf8 {
+                self.notes.push(format!("{name}: invalid UTF-8 replaced"));
+            }
+            if scan.bytes == 0 {
+                self.notes.push(format!("{name} is empty"));
+            }
+            self.logs.push(scan);
+            return Ok(());
+        }
+        if size > MAX_TEXT_FILE {
+            self.notes.push(format!("skipped {name}: {size} bytes is more than a kubectl output should be"));
+            return Ok(());
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        reader.take(MAX_TEXT_FILE).read_to_end(&mut bytes)?;
+        if !crate::text::looks_textual(&bytes) {
+            self.notes.push(format!("skipped {name}: not text"));
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.add_doc(kind, Doc { name: name.to_string(), text, line_offset: 0 });
+        Ok(())
+    }
+}
+
+fn shift_lines(scan: &mut LogScan, offset: u64) {
+    if offset == 0 {
+        return;
+    }
+    for h in &mut scan.hits {
+        h.line.number += offset;
+    }
+    for l in scan.head.iter_mut().chain(scan.tail.iter_mut()) {
+        l.number += offset;
+    }
+}
+
+fn parse_top(doc: &Doc) -> Vec<Usage> {
+    let mut out = Vec::new();
+    for (i, l) in doc.text.lines().enumerate() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        if w.len() >= 3 && w[0] != "POD" && w[0] != "NAME" && w.last().is_some_and(|m| m.ends_with("Mi") || m.ends_with("Gi") || m.ends_with("Ki")) {
+            let (container, cpu, mem) = if w.len() >= 4 { (Some(w[1].to_string()), w[2], w[3]) } else { (None, w[1], w[2]) };
+            out.push(Usage {
+                container,
+                cpu: Some(cpu.to_string()),
+                memory: Some(mem.to_string()),
+                cite: Cite::new(SourceKind::Status, format!("{}:{}", doc.name, doc.line_offset + i as u64 + 1), l.trim().to_string()),
+            });
+        }
+    }
+    out
+}
+
+/// Read any supported input at `path`: a folder, a dump tree, a bundle
+/// folder or `.tar.gz`, or a single file (read like a paste).
+pub fn read_path(path: &Path) -> Result<Evidence, InputError> {
+    let io = |source| InputError::Io { path: path.to_path_buf(), source };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if meta.is_dir() {
+        if path.join("manifest.json").is_file() {
+            return bundle::read_dir(path);
+        }
+        if dump::is_dump(path) {
+            return dump::read(path);
+        }
+        let mut parts = Parts::default();
+        read_folder_into(path, &mut parts)?;
+        if parts.is_empty() {
+            let ignored = parts.notes.clone();
+            return Err(InputError::NothingUsable { path: path.to_path_buf(), ignored });
+        }
+        return Ok(assemble(parts));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        return bundle::read_tar_gz(path);
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    if kind_of_file(&name).is_some() {
+        let mut parts = Parts::default();
+        parts.add_file(&name, meta.len(), file).map_err(io)?;
+        return Ok(assemble(parts));
+    }
+    read_paste(file, &name)
+}
+
+/// Read every known file of a pod folder.
+pub fn read_folder_into(path: &Path, parts: &mut Parts) -> Result<(), InputError> {
+    let io = |source| InputError::Io { path: path.to_path_buf(), source };
+    let mut entries: Vec<_> = std::fs::read_dir(path).map_err(io)?.filter_map(Result::ok).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(m) = e.metadata() else { continue };
+        if m.is_dir() {
+            parts.notes.push(format!("ignored folder {name}/"));
+            continue;
+        }
+        let f = match std::fs::File::open(&p) {
+            Ok(f) => f,
+            Err(err) => {
+                parts.notes.push(format!("could not read {name}: {err}"));
+                continue;
+            }
+        };
+        if let Err(err) = parts.add_file(&name, m.len(), f) {
+            parts.notes.push(format!("could not read {name}: {err}"));
+        }
+    }
+    Ok(())
+}
+
+/// Read a pasted blob (several kubectl outputs in one text).
+pub fn read_paste<R: Read>(reader: R, name: &str) -> Result<Evidence, InputError> {
+    let mut bytes = Vec::new();
+    reader
+        .take(MAX_PASTE)
+        .read_to_end(&mut bytes)
+        .map_err(|source| InputError::Io { path: PathBuf::from(name), source })?;
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(InputError::Empty);
+    }
+    if !crate::text::looks_textual(&bytes) {
+        return Err(InputError::Binary);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut parts = Parts::default();
+    if bytes.len() as u64 >= MAX_PASTE {
+        parts.notes.push(format!("{name}: only the first {} MiB were read", MAX_PASTE >> 20));
+    }
+    parts.sources.push(name.to_string());
+    for s in paste::split(name, &text, FileKind::Logs { kind: LogKind::Current, container: None }) {
+        parts.add_doc(s.kind, s.doc);
+    }
+    if parts.is_empty() {
+        return Err(InputError::NothingUsable { path: PathBuf::from(name), ignored: vec![] });
+    }
+    Ok(assemble(parts))
+}
+
+/// Turn the parts of one folder into pods.
+pub fn assemble(mut parts: Parts) -> Evidence {
+    let mut notes = std::mem::take(&mut parts.notes);
+
+    // 1. Pods named by describe output or objects; fragments without a name.
+    let mut named: Vec<Pod> = Vec::new();
+    let mut anon = Pod::default();
+    let mut templates: Vec<Container> = Vec::new();
+    let mut owners: Vec<Owner> = Vec::new();
+    let mut events = std::mem::take(&mut parts.events);
+    let mut pvcs = std::mem::take(&mut parts.pvcs);
+    let mut config_objects = std::mem::take(&mut parts.config_objects);
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut incoming: Vec<Pod> = Vec::new();
+    for d in parts.described.drain(..) {
+        incoming.push(d.pod);
+    }
+    for o in parts.objects.drain(..) {
+        incoming.extend(o.pods);
+        templates.extend(o.template_containers);
+        owners.extend(o.owners);
+        events.extend(o.events);
+        pvcs.extend(o.pvcs);
+        config_objects.extend(o.config_objects);
+        nodes.extend(o.nodes);
+    }
+    for p in incoming {
+        match p.name.clone() {
+            Some(n) => match named.iter_mut().find(|x| x.name.as_deref() == Some(n.as_str())) {
+                Some(x) => merge_pod(x, p),
+                None => named.push(p),
+            },
+            None => merge_pod(&mut anon, p),
+        }
+    }
+
+    // 2. Which pods: named ones, else the unhealthy rows of `get pods`.
+    let rows = std::mem::take(&mut parts.rows);
+    let hints: Vec<String> = parts.logs.iter().filter_map(|l| l.pod_hint.clone()).collect();
+    let mut pods: Vec<Pod> = Vec::new();
+    if named.is_empty() {
+        let unhealthy: Vec<&tables::PodRow> = rows.iter().filter(|r| r.unhealthy()).collect();
+        let hinted: Vec<&tables::PodRow> = unhealthy.iter().copied().filter(|r| hints.contains(&r.name)).collect();
+        let chosen: Vec<&tables::PodRow> = if !hinted.is_empty() {
+            hinted
+        } else if !unhealthy.is_empty() {
+            unhealthy
+        } else {
+            rows.iter().take(1).collect()
+        };
+        if chosen.len() > 1 {
+            notes.push(format!(
+                "{} unhealthy pods are listed and no other file names one; the evidence not tied to a pod name is read for each",
+                chosen.len()
+            ));
+        }
+        for r in &chosen {
+            let mut p = anon.clone();
+            p.name = Some(r.name.clone());
+            pods.push(p);
+        }
+        if pods.is_empty() {
+            pods.push(anon);
+        }
+    } else {
+        // Fragments without a name belong to the (first) named pod.
+        let mut first = true;
+        for mut p in named {
+            if first {
+                merge_pod(&mut p, std::mem::take(&mut anon));
+                first = false;
+            }
+            pods.push(p);
+        }
+    }
+    let others = rows.iter().filter(|r| !pods.iter().any(|p| p.name.as_deref() == Some(r.name.as_str())) && r.unhealthy()).count();
+    if others > 0 && !pods.is_empty() {
+        notes.push(format!("{others} other unhealthy pod(s) in the listing were not analysed"));
+    }
+
+    let n_pods = pods.len();
+    for pod in &mut pods {
+        if let Some(r) = rows.iter().find(|r| Some(r.name.as_str()) == pod.name.as_deref()) {
+            let c = Cite { reference: format!("{} STATUS", r.cite.reference), ..r.cite.clone() };
+            pod.listed_status = Some(Field::new(r.status.clone(), c));
+            pod.listed_restarts = r.restarts;
+        }
+        // Events: those about this pod, or about no pod in particular.
+        for e in &events {
+            let about_other_pod = match (&e.object, &pod.name) {
+                (Some(o), Some(n)) => o.starts_with("pod/") && !o[4..].starts_with(n.as_str()),
+                _ => false,
+            };
+            if !about_other_pod && !pod.events.contains(e) {
+                pod.events.push(e.clone());
+            }
+        }
+        for t in &templates {
+            let tc = t.clone();
+            let single = pod.containers.iter().filter(|c| c.kind == ContainerKind::Main).count() <= 1
+                && templates.iter().filter(|x| x.kind == ContainerKind::Main).count() == 1;
+            let all_unnamed = !pod.containers.is_empty() && pod.containers.iter().all(|c| c.name.is_empty());
+            let found = pod.containers.iter().position(|c| c.name == tc.name || (single && (c.name.is_empty() || tc.name.is_empty()) && c.kind == tc.kind));
+            match found.or(if all_unnamed { Some(0) } else { None }) {
+                Some(i) => {
+                    let c = &mut pod.containers[i];
+                    if c.name.is_empty() {
+                        c.name = tc.name.clone();
+                    }
+                    c.merge(tc);
+                }
+                None => pod.containers.push(tc),
+            }
+        }
+        if pod.owner.is_none() {
+            pod.owner = owners.iter().find(|o| o.kind != "ReplicaSet").or(owners.first()).cloned();
+        }
+        if pod.owner.is_none()
+            && let Some(n) = &pod.name
+        {
+            pod.owner = infer_owner(n);
+        }
+        pod.pvcs.extend(pvcs.iter().cloned());
+        pod.config_objects.extend(config_objects.iter().cloned());
+        pod.node = pod.node.take().or_else(|| nodes.first().cloned());
+        pod.usage.extend(parts.usage.iter().cloned());
+        for l in &parts.logs {
+            let mut l = l.clone();
+            if l.pod_hint.as_ref().is_some_and(|h| Some(h) != pod.name.as_ref()) && l.kind != LogKind::Other && n_pods == 1 {
+                // `kubectl logs OTHER` pasted in a file of this pod: keep, as another pod's log.
+                l.kind = LogKind::Other;
+            }
+            pod.logs.push(l);
+        }
+        name_anonymous_containers(pod);
+        pod.sources.extend(parts.sources.iter().cloned());
+        pod.notes.extend(notes.iter().cloned());
+    }
+    let collector_missing = parts.missing.into_iter().map(|m| (String::new(), m)).collect();
+    Evidence { pods, notes, collector_missing }
+}
+
+fn merge_pod(into: &mut Pod, from: Pod) {
+    into.name = into.name.take().or(from.name);
+    into.namespace = into.namespace.take().or(from.namespace);
+    into.owner = into.owner.take().or(from.owner);
+    into.phase = into.phase.take().or(from.phase);
+    into.reason = into.reason.take().or(from.reason);
+    into.message = into.message.take().or(from.message);
+    into.node_name = into.node_name.take().or(from.node_name);
+    into.restart_policy = into.restart_policy.take().or(from.restart_policy);
+    for c in from.containers {
+        objects::merge_container(into, c);
+    }
+    for e in from.events {
+        if !into.events.contains(&e) {
+            into.events.push(e);
+        }
+    }
+}
+
+/// A log file named for a container gives an unnamed container its name.
+fn name_anonymous_containers(pod: &mut Pod) {
+    let log_containers: Vec<String> = pod.logs.iter().filter_map(|l| l.container.clone()).collect();
+    if let Some(i) = pod.containers.iter().position(|c| c.name.is_empty()) {
+        let named: Vec<&str> = pod.containers.iter().filter(|c| !c.name.is_empty()).map(|c| c.name.as_str()).collect();
+        if named.is_empty() && log_containers.len() == 1 {
+            pod.containers[i].name = log_containers[0].clone();
+        }
+    }
+    // Logs without a container name belong to the only container.
+    let mains: Vec<String> = pod.containers.iter().filter(|c| !c.name.is_empty()).map(|c| c.name.clone()).collect();
+    if mains.len() == 1 {
+        for l in &mut pod.logs {
+            if l.container.is_none() && l.kind != LogKind::Other {
+                l.container = Some(mains[0].clone());
+            }
+        }
+    }
+}
+
+/// Infer the owner from a pod name: `web-6468f86645-x98pq` is a Deployment's
+/// pod, `db-0` a StatefulSet's.
+pub fn infer_owner(name: &str) -> Option<Owner> {
+    let parts: Vec<&str> = name.rsplitn(3, '-').collect();
+    if parts.len() == 3 {
+        let (suffix, hash, base) = (parts[0], parts[1], parts[2]);
+        let alnum = |s: &str| s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        if suffix.len() == 5 && alnum(suffix) && (8..=10).contains(&hash.len()) && alnum(hash) && hash.chars().any(|c| c.is_ascii_digit()) {
+            return Some(Owner { kind: "Deployment".into(), name: base.to_string(), observed: false });
+        }
+    }
+    if let Some((base, ord)) = name.rsplit_once('-')
+        && !base.is_empty()
+        && ord.chars().all(|c| c.is_ascii_digit())
+        && ord.len() <= 3
+    {
+        return Some(Owner { kind: "StatefulSet".into(), name: base.to_string(), observed: false });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(kind_of_file("logs-previous.zookeeper.txt"), Some(FileKind::Logs { kind: LogKind::Previous, container: Some("zookeeper".into()) }));
+        assert_eq!(kind_of_file("LOGS.txt"), Some(FileKind::Logs { kind: LogKind::Current, container: None }));
+        assert_eq!(kind_of_file("Describe-Pod.txt"), Some(FileKind::Describe));
+        assert_eq!(kind_of_file("notes.md"), None);
+    }
+
+    #[test]
+    fn owners() {
+        assert_eq!(infer_owner("hello-kubernetes-custom-6468f86645-x98pq").unwrap().name, "hello-kubernetes-custom");
+        assert_eq!(infer_owner("keycloak-0").unwrap().kind, "StatefulSet");
+        assert_eq!(infer_owner("demo"), None);
+    }
+}

@@ -1,0 +1,24 @@
+//! crashdoc-core: the evidence model, the parsers of every input form, the
+//! rules and the renderers. No network and no async runtime: everything
+//! here runs the same on a live capture, a saved folder or a paste.
+//!
+//! ```no_run
+//! let evidence = crashdoc_core::ingest::read_path(std::path::Path::new("examples/vllm-oom"))?;
+//! let report = crashdoc_core::diagnose::diagnose_all(&evidence);
+//! println!("{}", crashdoc_core::render::json(&report));
+//! # Ok::<(), crashdoc_core::ingest::InputError>(())
+//! ```
+
+pub mod causes;
+pub mod diagnose;
+pub mod ingest;
+pub mod model;
+pub mod render;
+pub mod rules;
+pub mod scan;
+pub mod text;
+pub mod time;
+
+pub use causes::Cause;
+pub use diagnose::{Diagnosis, Report, diagnose_all};
+pub use ingest::{Evidence, InputError, read_path, read_paste};

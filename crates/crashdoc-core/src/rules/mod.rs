@@ -1,0 +1,357 @@
+//! The rules. Each rule is declared next to its documentation (what it
+//! detects, why that crash-loops, the evidence it reads, an example, the
+//! fix, known false positives) and its log signatures; `crashdoc explain
+//! CAUSE` prints that text, and the fixtures under `tests/fixtures/rules`
+//! hold a positive and a near-miss negative input for each.
+
+mod config;
+pub mod gpu;
+mod logs;
+mod placement;
+mod probes;
+mod status;
+
+use crate::causes::Cause;
+use crate::model::*;
+use crate::scan::{Hit, LogKind, LogScan, SigKind, Signature};
+
+/// A rule's documentation, in the order `crashdoc explain` prints it.
+#[derive(Debug)]
+pub struct RuleDoc {
+    pub what: &'static str,
+    pub why: &'static str,
+    pub evidence: &'static str,
+    pub example: &'static str,
+    pub fix: &'static str,
+    pub false_positives: &'static str,
+}
+
+/// A rule: one cause, its documentation, its log signatures, its check.
+pub struct Rule {
+    pub cause: Cause,
+    pub doc: RuleDoc,
+    pub signatures: &'static [Signature],
+    pub check: fn(&Context) -> Vec<Finding>,
+}
+
+/// A candidate cause with its support.
+#[derive(Debug, Clone)]
+pub struct Finding {
+    pub cause: Cause,
+    pub container: Option<String>,
+    /// Strength of support, 0..1 (confidence: high >= 0.85, medium >= 0.6).
+    pub score: f32,
+    pub summary: String,
+    pub evidence: Vec<Cite>,
+    pub fix: Vec<String>,
+    pub commands: Vec<String>,
+    /// Why this ranks where it does, when other signals compete.
+    pub reasoning: Vec<String>,
+}
+
+impl Finding {
+    pub fn new(cause: Cause, score: f32, summary: impl Into<String>) -> Self {
+        Finding { cause, container: None, score, summary: summary.into(), evidence: vec![], fix: vec![], commands: vec![], reasoning: vec![] }
+    }
+    pub fn container(mut self, c: Option<&str>) -> Self {
+        self.container = c.filter(|c| !c.is_empty()).map(str::to_string);
+        self
+    }
+    pub fn cite(mut self, c: &Cite) -> Self {
+        if !self.evidence.contains(c) {
+            self.evidence.push(c.clone());
+        }
+        self
+    }
+    pub fn cite_opt(self, c: Option<&Cite>) -> Self {
+        match c {
+            Some(c) => self.cite(c),
+            None => self,
+        }
+    }
+    pub fn fix(mut self, f: impl Into<String>) -> Self {
+        self.fix.push(f.into());
+        self
+    }
+    pub fn cmd(mut self, c: impl Into<String>) -> Self {
+        self.commands.push(c.into());
+        self
+    }
+    pub fn why(mut self, r: impl Into<String>) -> Self {
+        self.reasoning.push(r.into());
+        self
+    }
+}
+
+/// Every rule, in taxonomy order.
+pub fn all() -> Vec<&'static Rule> {
+    vec![
+        &status::OOM_KILLED,
+        &placement::NODE_PRESSURE,
+        &gpu::GPU_OOM,
+        &gpu::GPU_UNAVAILABLE,
+        &logs::MISSING_FILE,
+        &placement::VOLUME,
+        &placement::DISK_FULL,
+        &config::CONFIG_REF_MISSING,
+        &config::BAD_CONFIG,
+        &config::AUTH_FAILURE,
+        &probes::PROBE_KILL,
+        &status::EXIT_ZERO,
+        &logs::DEPENDENCY_UNREACHABLE,
+        &logs::APP_CRASH,
+        &status::BAD_COMMAND,
+        &status::NATIVE_CRASH,
+        &status::TERMINATED,
+        &logs::PORT_CONFLICT,
+        &placement::PERMISSION,
+        &placement::IMAGE_PULL,
+        &placement::UNSCHEDULABLE,
+    ]
+}
+
+/// The rule for a cause.
+pub fn rule(cause: Cause) -> Option<&'static Rule> {
+    all().into_iter().find(|r| r.cause == cause)
+}
+
+/// Every signature of every rule, plus the shared markers.
+pub fn all_signatures() -> Vec<&'static Signature> {
+    let mut v: Vec<&'static Signature> = all().iter().flat_map(|r| r.signatures.iter()).collect();
+    v.extend(logs::MARKERS.iter());
+    v.extend(gpu::STAGES.iter());
+    v
+}
+
+/// A log line that supports a cause, with its weighed score.
+#[derive(Debug, Clone)]
+pub struct Support<'a> {
+    pub hit: &'a Hit,
+    pub log: &'a LogScan,
+    pub score: f32,
+}
+
+impl Support<'_> {
+    pub fn cite(&self) -> Cite {
+        Cite::new(SourceKind::Log, format!("{}:{}", self.log.file, self.hit.line.number), crate::text::clip(self.hit.line.text.trim(), 300))
+    }
+}
+
+/// What the rules see: the pod, and what was precomputed from it.
+pub struct Context<'a> {
+    pub pod: &'a Pod,
+    /// The container that is failing, when one can be told.
+    pub focus: Option<&'a Container>,
+    supports: Vec<Support<'a>>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(pod: &'a Pod) -> Self {
+        let focus = focus_container(pod);
+        let mut supports = Vec::new();
+        for log in &pod.logs {
+            let factor = match log.kind {
+                LogKind::Previous => 1.0,
+                LogKind::Current => 0.97,
+                LogKind::Other => 0.9,
+            };
+            let near_end = log.lines.saturating_sub(log.lines / 6).max(1);
+            for hit in &log.hits {
+                // On one line, the strongest signature speaks; the others count less.
+                let best = log
+                    .hits
+                    .iter()
+                    .filter(|h| h.line.number == hit.line.number && matches!(h.sig.kind, SigKind::Cause(_)))
+                    .map(|h| h.sig.weight)
+                    .fold(0.0f32, f32::max);
+                let mut w = hit.sig.weight;
+                if matches!(hit.sig.kind, SigKind::Cause(_)) && w < best {
+                    w *= 0.6;
+                }
+                if hit.sig.kind == SigKind::Exception && best > 0.0 {
+                    continue;
+                }
+                let mut score = w * factor;
+                if hit.decisive {
+                    score += 0.08;
+                }
+                if log.lines > 20 && hit.line.number >= near_end {
+                    score += 0.04;
+                }
+                supports.push(Support { hit, log, score: score.min(0.97) });
+            }
+        }
+        Context { pod, focus, supports }
+    }
+
+    /// Log lines supporting a cause, best first.
+    pub fn log_support(&self, cause: Cause) -> Vec<&Support<'a>> {
+        let mut v: Vec<&Support> = self.supports.iter().filter(|s| s.hit.sig.kind == SigKind::Cause(cause)).collect();
+        v.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.hit.line.number.cmp(&a.hit.line.number)));
+        v
+    }
+
+    /// Log lines of a given marker kind.
+    pub fn marker_support(&self, kind: SigKind) -> Vec<&Support<'a>> {
+        let mut v: Vec<&Support> = self.supports.iter().filter(|s| s.hit.sig.kind == kind).collect();
+        v.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.hit.line.number.cmp(&a.hit.line.number)));
+        v
+    }
+
+    /// A finding built from the log lines that support `cause`, if any.
+    pub fn from_logs(&self, cause: Cause, summary: impl Fn(&Support) -> String) -> Option<Finding> {
+        let sup = self.log_support(cause);
+        let best = sup.first()?;
+        let distinct = {
+            let mut lines: Vec<u64> = sup.iter().map(|s| s.hit.line.number).collect();
+            lines.dedup();
+            lines.len()
+        };
+        let score = (best.score + 0.03 * (distinct.min(4) as f32 - 1.0)).min(0.97);
+        let container = best.log.container.clone().or_else(|| self.focus_name().map(str::to_string));
+        let mut f = Finding::new(cause, score, summary(best)).container(container.as_deref());
+        for s in sup.iter().take(3) {
+            f = f.cite(&s.cite());
+        }
+        Some(f)
+    }
+
+    pub fn focus_name(&self) -> Option<&str> {
+        self.focus.map(|c| c.name.as_str()).filter(|n| !n.is_empty())
+    }
+
+    pub fn pod_name(&self) -> &str {
+        self.pod.name.as_deref().unwrap_or("POD")
+    }
+
+    /// `-n NS` when the namespace is known.
+    pub fn ns(&self) -> String {
+        self.pod.namespace.as_ref().map(|n| format!(" -n {n}")).unwrap_or_default()
+    }
+
+    /// ` -c NAME` when the pod has more than one container.
+    pub fn c_flag(&self, container: Option<&str>) -> String {
+        match container {
+            Some(c) if !c.is_empty() && self.pod.containers.iter().filter(|x| !x.name.is_empty()).count() != 1 || container.is_some_and(|c| !c.is_empty()) && self.pod.containers.is_empty() => {
+                format!(" -c {}", container.unwrap_or_default())
+            }
+            _ => String::new(),
+        }
+    }
+
+    pub fn kubectl(&self, verb_and_args: &str) -> String {
+        format!("kubectl {verb_and_args}{}", self.ns())
+    }
+
+    pub fn logs_previous_cmd(&self, container: Option<&str>) -> String {
+        self.kubectl(&format!("logs {} --previous{}", self.pod_name(), self.c_flag(container)))
+    }
+
+    pub fn describe_cmd(&self) -> String {
+        self.kubectl(&format!("describe pod {}", self.pod_name()))
+    }
+
+    /// `deploy/NAME` (or the owner's kind) for commands about the workload.
+    pub fn workload_ref(&self) -> Option<String> {
+        let o = self.pod.owner.as_ref()?;
+        let kind = match o.kind.as_str() {
+            "Deployment" => "deploy",
+            "StatefulSet" => "sts",
+            "DaemonSet" => "ds",
+            "ReplicaSet" => {
+                return crate::ingest::infer_owner(&format!("{}-xxxxx", o.name))
+                    .filter(|x| x.kind == "Deployment")
+                    .map(|x| format!("deploy/{}", x.name))
+                    .or(Some(format!("rs/{}", o.name)));
+            }
+            "Job" => "job",
+            other => return Some(format!("{}/{}", other.to_ascii_lowercase(), o.name)),
+        };
+        Some(format!("{kind}/{}", o.name))
+    }
+
+    pub fn events_with(&self, pred: impl Fn(&Event) -> bool) -> Vec<&'a Event> {
+        self.pod.events.iter().filter(|e| pred(e)).collect()
+    }
+
+    /// The container a status-based finding is about.
+    pub fn container_or_focus<'b>(&'b self, c: Option<&'b Container>) -> Option<&'b str> {
+        c.map(|c| c.name.as_str()).filter(|n| !n.is_empty()).or(self.focus_name())
+    }
+}
+
+/// The container that is failing. A native sidecar's restarts do not hide
+/// the container that really fails.
+pub fn focus_container(pod: &Pod) -> Option<&Container> {
+    let init_failing = pod.listed_status.as_ref().is_some_and(|s| s.value.starts_with("Init:"));
+    pod.containers
+        .iter()
+        .map(|c| {
+            let mut score = 0i32;
+            if let Some(w) = c.waiting_reason() {
+                score += if w.value == "PodInitializing" || w.value == "ContainerCreating" { 0 } else { 3 };
+            }
+            if let Some(t) = c.last_termination() {
+                if t.exit().is_some_and(|e| e != 0) || t.reason.as_ref().is_some_and(|r| r.value != "Completed") {
+                    score += 2;
+                } else {
+                    score += 1;
+                }
+            }
+            if c.restarts() > 0 {
+                score += 1;
+            }
+            if c.ready == Some(false) {
+                score += 1;
+            }
+            if c.kind == ContainerKind::Init && init_failing {
+                score += 2;
+            }
+            if c.kind == ContainerKind::Init && c.last_termination().is_some_and(|t| t.exit() == Some(0)) {
+                score -= 3;
+            }
+            if c.kind == ContainerKind::Sidecar {
+                score /= 2;
+            }
+            (score, c)
+        })
+        .filter(|(s, _)| *s > 0)
+        .max_by_key(|(s, c)| (*s, c.kind == ContainerKind::Main))
+        .map(|(_, c)| c)
+        .or_else(|| if pod.containers.len() == 1 { pod.containers.first() } else { None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::Catalog;
+
+    #[test]
+    fn every_signature_compiles_and_ids_are_unique() {
+        let sigs = all_signatures();
+        let cat = Catalog::new(sigs.clone());
+        assert_eq!(cat.len(), sigs.len());
+        let mut ids: Vec<&str> = sigs.iter().map(|s| s.id).collect();
+        ids.sort();
+        let n = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "duplicate signature ids");
+        for s in &sigs {
+            assert!(!s.keywords.is_empty(), "{} has no keyword", s.id);
+            assert!(s.weight > 0.0 && s.weight < 1.0, "{} weight", s.id);
+        }
+    }
+
+    #[test]
+    fn every_cause_but_unknown_has_a_documented_rule() {
+        for c in Cause::ALL {
+            if *c == Cause::Unknown {
+                continue;
+            }
+            let r = rule(*c).unwrap_or_else(|| panic!("no rule for {c}"));
+            for (name, text) in [("what", r.doc.what), ("why", r.doc.why), ("evidence", r.doc.evidence), ("example", r.doc.example), ("fix", r.doc.fix), ("false positives", r.doc.false_positives)] {
+                assert!(text.len() > 20, "{c}: {name} is too thin");
+            }
+        }
+    }
+}

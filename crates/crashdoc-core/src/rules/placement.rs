@@ -1,0 +1,448 @@
+//! Where the pod runs and what it runs on: images, scheduling, eviction,
+//! volumes, disks and the security context.
+
+use super::{Context, Finding, Rule, RuleDoc};
+use crate::causes::Cause;
+use crate::model::*;
+use crate::scan::{SigKind, Signature};
+
+pub static NODE_PRESSURE: Rule = Rule {
+    cause: Cause::NodePressure,
+    doc: RuleDoc {
+        what: "A pod evicted by the kubelet, or killed because the node ran low on memory or disk, not because of its own limit.",
+        why: "Under node pressure the kubelet evicts the pods that use most above their requests; the controller recreates them and they are evicted again while the node stays short. Ephemeral storage over its limit (a model cache on the container's filesystem) evicts the pod as well.",
+        evidence: "pod status reason Evicted and its message (`The node was low on resource: ephemeral-storage`), Evicted events, ContainerStatusUnknown after an eviction, node conditions MemoryPressure / DiskPressure.",
+        example: "Status:  Failed\nReason:  Evicted\nMessage: The node was low on resource: ephemeral-storage. Container llm was using 57900024Ki, request is 0",
+        fix: "Set requests that match real usage (memory, ephemeral-storage) so the scheduler places the pod where it fits; move large caches (HF_HOME, /tmp downloads) onto a volume; give ephemeral-storage a limit that covers them.",
+        false_positives: "An eviction by the API (a drain, preemption) also says Evicted: the message then names no resource.",
+    },
+    signatures: &[
+        Signature { id: "node.low-on-resource", kind: SigKind::Cause(Cause::NodePressure), weight: 0.88, keywords: &["The node was low on resource"], regex: None, meaning: "the kubelet evicted the pod for node pressure" },
+        Signature { id: "node.ephemeral-exceeds", kind: SigKind::Cause(Cause::NodePressure), weight: 0.88, keywords: &["ephemeral local storage usage exceeds"], regex: None, meaning: "the pod used more ephemeral storage than its limit" },
+        Signature { id: "node.evicted-word", kind: SigKind::Cause(Cause::NodePressure), weight: 0.7, keywords: &["Evicted"], regex: Some(r"^\s*'?Evicted'?\s*$"), meaning: "the pod's status reason is Evicted" },
+    ],
+    check: check_node_pressure,
+};
+
+fn check_node_pressure(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let pod = cx.pod;
+    let resource_of = |m: &str| -> Option<&'static str> {
+        if m.contains("ephemeral") {
+            Some("ephemeral-storage")
+        } else if m.contains("resource: memory") {
+            Some("memory")
+        } else if m.contains("disk") || m.contains("nodefs") || m.contains("imagefs") {
+            Some("disk")
+        } else {
+            None
+        }
+    };
+    let mut f = Finding::new(Cause::NodePressure, 0.0, String::new()).container(cx.focus_name());
+    let mut message = String::new();
+    if let Some(r) = pod.reason.as_ref().filter(|r| r.value == "Evicted") {
+        f.score = 0.95;
+        f = f.cite(&r.cite).cite_opt(pod.message.as_ref().map(|m| &m.cite));
+        message = pod.message.as_ref().map(|m| m.value.clone()).unwrap_or_default();
+    }
+    if let Some(s) = pod.listed_status.as_ref().filter(|s| s.value == "Evicted") {
+        f.score = f.score.max(0.92);
+        f = f.cite(&s.cite);
+    }
+    for e in cx.events_with(|e| e.reason == "Evicted") {
+        f.score = f.score.max(0.93);
+        f = f.cite(&e.cite);
+        if message.is_empty() {
+            message = e.message.clone();
+        }
+    }
+    if let Some(lf) = cx.from_logs(Cause::NodePressure, |s| s.hit.sig.meaning.to_string()) {
+        f.score = f.score.max(lf.score);
+        for c in &lf.evidence {
+            if message.is_empty() && c.text.contains("resource") {
+                message = c.text.clone();
+            }
+            f = f.cite(c);
+        }
+    }
+    if let Some(s) = pod.listed_status.as_ref().filter(|s| s.value == "ContainerStatusUnknown") {
+        // The kubelet lost track of the container: typical after an eviction.
+        f.score = if f.score > 0.0 { (f.score + 0.03).min(0.97) } else { 0.5 };
+        f = f.cite(&s.cite);
+    }
+    if let Some(n) = &pod.node {
+        for c in n.conditions.iter().filter(|c| c.value.contains("Pressure=True")) {
+            f.score = f.score.max(0.6);
+            f = f.cite(&c.cite);
+        }
+    }
+    if f.score <= 0.0 {
+        return out;
+    }
+    let resource = resource_of(&message);
+    f.summary = match resource {
+        Some("ephemeral-storage") => "the kubelet evicted the pod for ephemeral storage: the container wrote more to its own filesystem (caches, downloads, logs) than the node or its limit allows".into(),
+        Some("memory") => "the kubelet evicted the pod because the node ran low on memory and this pod used the most above its request".into(),
+        Some(_) => "the kubelet evicted the pod because the node ran low on disk".into(),
+        None => "the pod was evicted from its node (node pressure or an API eviction)".into(),
+    };
+    f = match resource {
+        Some("ephemeral-storage") => f
+            .fix("move large writes (model caches such as HF_HOME, downloads, /tmp) onto a volume (an emptyDir with sizeLimit, or a PVC) instead of the container's filesystem")
+            .fix("set resources.requests and limits for ephemeral-storage that cover what the container writes"),
+        Some("memory") => f.fix("set the memory request to the real usage so the scheduler places the pod on a node with room; pods using far above their request are evicted first"),
+        _ => f.fix("check the node's conditions and free the resource, or move the pod with requests that reflect its use"),
+    };
+    f = f.cmd(cx.describe_cmd());
+    if let Some(n) = &pod.node_name {
+        f = f.cmd(format!("kubectl describe node {n}"));
+    }
+    out.push(f);
+    out
+}
+
+pub static VOLUME: Rule = Rule {
+    cause: Cause::Volume,
+    doc: RuleDoc {
+        what: "A volume that cannot be mounted or used: a mount failure, a volume attached elsewhere (RWO Multi-Attach), a read-only mount the program writes to, ownership the process cannot change.",
+        why: "The container cannot start until its volumes mount, or starts and fails on its first write to the volume, on every restart.",
+        evidence: "FailedMount / FailedAttachVolume / Multi-Attach events; `Read-only file system`; a permission or write error on a path under a volumeMount (readOnly: true, or owned by root without fsGroup).",
+        example: "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)\n- mountPath: /mnt/models\n  readOnly: true",
+        fix: "Mount the volume read-write where the program writes, or point the program's cache at a writable volume; set securityContext.fsGroup (and fsGroupChangePolicy) so a non-root user owns the volume; for RWO volumes, let the old pod release it (Recreate strategy) or use RWX storage.",
+        false_positives: "A ConfigMap or Secret volume that does not exist also fails to mount: that is reported as config-ref-missing.",
+    },
+    signatures: &[
+        Signature { id: "vol.read-only-fs", kind: SigKind::Cause(Cause::Volume), weight: 0.82, keywords: &["Read-only file system", "EROFS"], regex: None, meaning: "a write to a read-only filesystem" },
+        Signature { id: "vol.multi-attach", kind: SigKind::Cause(Cause::Volume), weight: 0.85, keywords: &["Multi-Attach error"], regex: None, meaning: "the volume is attached to another node" },
+        Signature { id: "vol.mount-failed", kind: SigKind::Cause(Cause::Volume), weight: 0.78, keywords: &["MountVolume.SetUp failed", "Unable to attach or mount volumes", "mount failed"], regex: None, meaning: "a volume failed to mount" },
+    ],
+    check: check_volume,
+};
+
+/// Paths in a line (`/mnt/models/cache`).
+pub fn paths_in(line: &str) -> Vec<&str> {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | ',' | '`' | '[' | ']'))
+        .map(|w| w.trim_end_matches([':', '.', ';']))
+        .filter(|w| w.starts_with('/') && w.len() > 1)
+        .collect()
+}
+
+fn check_volume(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for e in cx.events_with(|e| {
+        (e.reason == "FailedMount" || e.reason == "FailedAttachVolume")
+            && !(e.message.contains("not found") && (e.message.contains("configmap") || e.message.contains("secret")))
+    }) {
+        let multi = e.message.contains("Multi-Attach");
+        let f = Finding::new(
+            Cause::Volume,
+            if multi { 0.92 } else { 0.88 },
+            if multi {
+                "the volume is still attached to another pod's node (ReadWriteOnce): the new pod cannot attach it".to_string()
+            } else {
+                format!("a volume failed to mount: {}", crate::text::clip(&e.message, 160))
+            },
+        )
+        .container(cx.focus_name())
+        .cite(&e.cite)
+        .cmd(cx.kubectl("get pvc"))
+        .cmd(cx.kubectl("get volumeattachments"));
+        out.push(if multi { f.fix("use strategy type Recreate for a Deployment with a ReadWriteOnce volume, or storage that supports ReadWriteMany") } else { f.fix("fix the volume source named in the event (PVC bound? storage class? node plugin?)") });
+    }
+    if let Some(f) = cx.from_logs(Cause::Volume, |s| s.hit.sig.meaning.to_string()) {
+        out.push(f.fix("mount the volume read-write where the program writes, or point the program at a writable path").cmd(cx.describe_cmd()));
+    }
+    // Permission or write failures on a path under a volume mount.
+    let mounts: Vec<&Mount> = cx.pod.containers.iter().flat_map(|c| c.mounts.iter()).filter(|m| !m.path.starts_with("/var/run/secrets")).collect();
+    for s in cx.log_support(Cause::Permission).into_iter().chain(cx.log_support(Cause::Volume)) {
+        for p in paths_in(&s.hit.line.text) {
+            let Some(m) = mounts.iter().find(|m| p == m.path || p.starts_with(&format!("{}/", m.path.trim_end_matches('/')))) else { continue };
+            let summary = if m.read_only {
+                format!("the program writes to {p}, which is under the read-only volume mount {} ({})", m.path, m.name)
+            } else {
+                format!("the program cannot write to {p} on the volume mounted at {} ({}): the volume's ownership or mode does not let the container's user write", m.path, m.name)
+            };
+            let f = Finding::new(Cause::Volume, if m.read_only { 0.88 } else { 0.8 }, summary)
+                .container(s.log.container.as_deref().or(cx.focus_name()))
+                .cite(&s.cite())
+                .cite(&m.cite)
+                .fix(if m.read_only {
+                    format!("mount {} read-write (readOnly: false), or point the program's cache at a separate writable volume", m.path)
+                } else {
+                    "set securityContext.fsGroup to the container's group so the volume is group-writable, or fix ownership with an init step".to_string()
+                })
+                .cmd(cx.describe_cmd());
+            out.push(f);
+            break;
+        }
+    }
+    out
+}
+
+pub static DISK_FULL: Rule = Rule {
+    cause: Cause::DiskFull,
+    doc: RuleDoc {
+        what: "No space (or no inodes) left on a volume, /dev/shm or the node's disk.",
+        why: "The program fails at its first write after the disk filled; the data stays, so every restart fails the same way until space is freed or the volume grows.",
+        evidence: "`No space left on device`, `ENOSPC`, `disk quota exceeded` in the logs; the PVC's capacity; NCCL or PyTorch failing to create shared memory (a 64 MiB /dev/shm).",
+        example: "PANIC:  could not write to file \"pg_wal/xlogtemp\": No space left on device",
+        fix: "Grow the volume (expand the PVC if its StorageClass allows), add retention or cleanup, or for /dev/shm mount an emptyDir with medium: Memory and a sizeLimit.",
+        false_positives: "A full ephemeral-storage that gets the pod evicted is reported as node-pressure.",
+    },
+    signatures: &[
+        Signature { id: "disk.no-space", kind: SigKind::Cause(Cause::DiskFull), weight: 0.9, keywords: &["No space left on device", "ENOSPC"], regex: None, meaning: "the disk is full" },
+        Signature { id: "disk.quota", kind: SigKind::Cause(Cause::DiskFull), weight: 0.82, keywords: &["disk quota exceeded", "Disk full", "not enough free space", "insufficient disk space"], regex: None, meaning: "the disk or its quota is full" },
+    ],
+    check: check_disk_full,
+};
+
+fn check_disk_full(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(mut f) = cx.from_logs(Cause::DiskFull, |s| {
+        let l = &s.hit.line.text;
+        if l.contains("shm") || l.contains("NCCL") {
+            "shared memory (/dev/shm) is full: the container's default 64 MiB /dev/shm is too small for NCCL / PyTorch workers".to_string()
+        } else {
+            let where_ = paths_in(l).first().map(|p| format!(" writing {p}")).unwrap_or_default();
+            format!("the disk is full{where_}: no space left on the device")
+        }
+    }) {
+        if f.summary.contains("/dev/shm") {
+            f = f.fix("mount a larger /dev/shm:\nvolumes:\n- name: dshm\n  emptyDir:\n    medium: Memory\n    sizeLimit: 8Gi\n# and in the container:\nvolumeMounts:\n- name: dshm\n  mountPath: /dev/shm");
+        } else {
+            for p in &cx.pod.pvcs {
+                if let Some(cap) = &p.capacity {
+                    f = f.cite(&p.cite).fix(format!("expand PVC {} beyond {cap} (if its StorageClass allows volume expansion) or free space with retention", p.name));
+                }
+            }
+            f = f.fix("free space (retention, cleanup of old data) or grow the volume");
+        }
+        out.push(f.cmd(cx.kubectl(&format!("exec {} -- df -h", cx.pod_name()))).cmd(cx.kubectl("get pvc")));
+    }
+    if let Some(n) = &cx.pod.node {
+        for c in n.conditions.iter().filter(|c| c.value.starts_with("DiskPressure=True")) {
+            out.push(Finding::new(Cause::DiskFull, 0.6, "the node reports DiskPressure").container(cx.focus_name()).cite(&c.cite));
+        }
+    }
+    out
+}
+
+pub static PERMISSION: Rule = Rule {
+    cause: Cause::Permission,
+    doc: RuleDoc {
+        what: "The security context forbids what the process needs: runAsNonRoot with an image that runs as root, a non-root user writing to a root-owned path, a sysctl or chown the container may not do.",
+        why: "The kubelet refuses to start the container (CreateContainerConfigError), or the program fails on the forbidden operation at every start.",
+        evidence: "events `container has runAsNonRoot and image will run as root` / `image has non-numeric user`; `Permission denied`, `Operation not permitted`, `EACCES`/`EPERM` in the logs; the pod's runAsUser / runAsNonRoot.",
+        example: "Error: container has runAsNonRoot and image will run as root",
+        fix: "Set runAsUser to a numeric non-root UID the image supports (or build the image with `USER 1000`), give the volume an fsGroup, drop operations that need root (chown, sysctl) into an init container that is allowed them or into the node setup.",
+        false_positives: "A permission error on a path under a volume mount is usually the volume's ownership or read-only mode: reported as volume when the mount is known.",
+    },
+    signatures: &[
+        Signature { id: "perm.denied", kind: SigKind::Cause(Cause::Permission), weight: 0.68, keywords: &["Permission denied", "EACCES"], regex: None, meaning: "permission denied" },
+        Signature { id: "perm.not-permitted", kind: SigKind::Cause(Cause::Permission), weight: 0.68, keywords: &["Operation not permitted", "EPERM"], regex: None, meaning: "the operation is not permitted to this user" },
+        Signature { id: "perm.run-as-non-root", kind: SigKind::Cause(Cause::Permission), weight: 0.9, keywords: &["runAsNonRoot"], regex: None, meaning: "runAsNonRoot forbids the image's user" },
+        Signature { id: "perm.needs-root", kind: SigKind::Cause(Cause::Permission), weight: 0.7, keywords: &["must be run as root", "requires root", "need to be root", "must be root"], regex: None, meaning: "the program needs root" },
+        Signature { id: "perm.cannot-write", kind: SigKind::Cause(Cause::Permission), weight: 0.62, keywords: &["Unable to write to", "is not writable", "cannot write to", "not writeable"], regex: None, meaning: "a path the program needs is not writable" },
+    ],
+    check: check_permission,
+};
+
+fn check_permission(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut messages: Vec<(&str, &Cite)> = cx.pod.events.iter().map(|e| (e.message.as_str(), &e.cite)).collect();
+    for c in &cx.pod.containers {
+        for st in [c.state.as_ref(), c.last_state.as_ref()].into_iter().flatten() {
+            if let Some(m) = &st.message {
+                messages.push((m.value.as_str(), &m.cite));
+            }
+        }
+    }
+    if let Some((m, cite)) = messages.iter().find(|(m, _)| m.contains("runAsNonRoot")) {
+        let nonnumeric = m.contains("non-numeric user");
+        let mut f = Finding::new(
+            Cause::Permission,
+            0.95,
+            if nonnumeric {
+                "runAsNonRoot is set and the image names its user by name, so the kubelet cannot verify it is not root and refuses to start the container".to_string()
+            } else {
+                "runAsNonRoot is set but the image runs as root (UID 0), so the kubelet refuses to start the container".to_string()
+            },
+        )
+        .container(cx.focus_name())
+        .cite(cite)
+        .fix("set securityContext.runAsUser to the image's numeric non-root UID (for example 1000), or build the image with a numeric `USER`")
+        .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.securityContext}} {{.spec.containers[*].securityContext}}'", cx.pod_name())));
+        if let Some(c) = cx.pod.containers.iter().find_map(|c| c.run_as_non_root.as_ref()) {
+            f = f.cite(&c.cite);
+        }
+        out.push(f);
+    }
+    if let Some(mut f) = cx.from_logs(Cause::Permission, |s| {
+        let l = &s.hit.line.text;
+        let what = if l.contains("chown") || l.contains("chmod") {
+            "the process may not change a file's owner or mode (a non-root user, or a volume it does not own)"
+        } else if l.contains("sysctl") {
+            "the container may not set a kernel parameter (sysctl): that needs a privileged init container or node setup"
+        } else {
+            s.hit.sig.meaning
+        };
+        format!("{what}")
+    }) {
+        if let Some(c) = cx.pod.containers.iter().find_map(|c| c.run_as_user.as_ref()) {
+            f = f.cite(&c.cite);
+            f.summary.push_str(&format!(" (it runs as UID {})", c.value));
+        }
+        let l = f.evidence.first().map(|e| e.text.clone()).unwrap_or_default();
+        if l.contains("chown") || l.contains("chmod") {
+            f = f.fix("let Kubernetes set the volume's group with securityContext.fsGroup instead of chown in the container, or run that step in an init container allowed to (runAsUser: 0)");
+        } else if l.contains("sysctl") {
+            f = f.fix("set the sysctl on the node (or in a privileged init container) instead of in the application container");
+        } else {
+            f = f.fix("run as a user that may access the path (runAsUser / fsGroup), or make the path writable for it");
+        }
+        out.push(f.cmd(cx.describe_cmd()));
+    }
+    out
+}
+
+pub static IMAGE_PULL: Rule = Rule {
+    cause: Cause::ImagePull,
+    doc: RuleDoc {
+        what: "The image cannot be pulled: ErrImagePull / ImagePullBackOff. Not a crash loop: the container never ran.",
+        why: "A tag that does not exist, a wrong registry or repository, missing pull credentials, or a registry rate limit; the kubelet retries with back-off.",
+        evidence: "waiting reason ImagePullBackOff / ErrImagePull / InvalidImageName, `Init:ImagePullBackOff` in `get pods`, events `Failed to pull image`, `Back-off pulling image`, and their message (`manifest unknown`, `not found`, `unauthorized`, `toomanyrequests`).",
+        example: "Normal   BackOff  kubelet  Back-off pulling image \"ghcr.io/llm-d/async-processor:v0.6.1\"\nWarning  Failed   kubelet  Error: ImagePullBackOff",
+        fix: "Fix the image reference (registry, repository, tag), add an imagePullSecret for a private registry, or mirror the image / authenticate to lift rate limits.",
+        false_positives: "None known: the reason is explicit. The message tells which of the causes above applies.",
+    },
+    signatures: &[],
+    check: check_image_pull,
+};
+
+fn check_image_pull(cx: &Context) -> Vec<Finding> {
+    let mut f = Finding::new(Cause::ImagePull, 0.0, String::new());
+    const REASONS: &[&str] = &["ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"];
+    for c in &cx.pod.containers {
+        if let Some(r) = c.waiting_reason().filter(|r| REASONS.contains(&r.value.as_str())) {
+            f.score = 0.95;
+            f = f.cite(&r.cite).container(Some(&c.name));
+        }
+    }
+    if let Some(s) = cx.pod.listed_status.as_ref().filter(|s| REASONS.iter().any(|r| s.value.contains(r))) {
+        f.score = f.score.max(0.95);
+        f = f.cite(&s.cite);
+        if f.container.is_none() && s.value.starts_with("Init:") {
+            f = f.container(cx.pod.containers.iter().find(|c| c.kind == ContainerKind::Init).map(|c| c.name.as_str()));
+        }
+    }
+    let events = cx.events_with(|e| {
+        e.message.contains("pulling image") && e.reason == "BackOff"
+            || e.message.contains("Failed to pull image")
+            || e.message.contains("ErrImagePull")
+            || e.message.contains("ImagePullBackOff")
+            || e.message.contains("pull access denied")
+    });
+    for e in events.iter().take(3) {
+        f.score = f.score.max(0.93);
+        f = f.cite(&e.cite);
+        if f.container.is_none() {
+            f = f.container(crate::rules::status::container_in_event(e).as_deref());
+        }
+    }
+    if f.score <= 0.0 {
+        return vec![];
+    }
+    if f.container.is_none() {
+        f = f.container(cx.focus_name());
+    }
+    let text: String = events.iter().map(|e| e.message.to_ascii_lowercase()).collect::<Vec<_>>().join(" ");
+    let image = events.iter().find_map(|e| e.message.split('"').nth(1).filter(|s| s.contains(':') || s.contains('/'))).map(str::to_string);
+    f.summary = if text.contains("manifest unknown") || text.contains("not found") {
+        "the image cannot be pulled: the tag or repository does not exist".to_string()
+    } else if text.contains("unauthorized") || text.contains("denied") || text.contains("401") || text.contains("403") {
+        "the image cannot be pulled: the registry refuses the pull (credentials missing or wrong)".to_string()
+    } else if text.contains("toomanyrequests") || text.contains("rate limit") || text.contains("429") {
+        "the image cannot be pulled: the registry rate-limits the pulls".to_string()
+    } else {
+        "the image cannot be pulled (ImagePullBackOff): the container never ran".to_string()
+    };
+    if let Some(img) = &image {
+        f.summary.push_str(&format!(" ({img})"));
+    }
+    f = f
+        .fix("check the image reference (registry/repository:tag) exists: `crane ls REPO` or the registry's UI")
+        .fix("for a private registry, add an imagePullSecret to the pod or its ServiceAccount")
+        .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].image}} {{.spec.initContainers[*].image}}'", cx.pod_name())))
+        .cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name())));
+    vec![f]
+}
+
+pub static UNSCHEDULABLE: Rule = Rule {
+    cause: Cause::Unschedulable,
+    doc: RuleDoc {
+        what: "A pod that was never scheduled: Pending with FailedScheduling, or waiting for a PersistentVolumeClaim that cannot bind. Not a crash loop.",
+        why: "No node has the requested cpu, memory or nvidia.com/gpu free, the pod does not tolerate the nodes' taints, its affinity matches no node, or its volume claim has no volume and no StorageClass to create one.",
+        evidence: "FailedScheduling events (`0/6 nodes are available: 6 Insufficient nvidia.com/gpu`), phase Pending, PVCs in Pending with FailedBinding (`no storage class is set`).",
+        example: "Warning  FailedScheduling  default-scheduler  0/6 nodes are available: 6 Insufficient nvidia.com/gpu.",
+        fix: "Free or add capacity (delete leftover pods holding GPUs, add nodes), lower the requests, add tolerations for the taint, or give the PVC a StorageClass / create the PersistentVolume.",
+        false_positives: "A pod briefly Pending while its image is pulled or volumes attach is not unschedulable: without FailedScheduling or an unbound claim, confidence stays low.",
+    },
+    signatures: &[],
+    check: check_unschedulable,
+};
+
+fn check_unschedulable(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let pending = cx.pod.phase_is("Pending") || cx.pod.status_is("Pending");
+    if let Some(e) = cx.events_with(|e| e.reason == "FailedScheduling").last() {
+        let m = &e.message;
+        let why = if m.contains("Insufficient nvidia.com/gpu") {
+            "no node has a free nvidia.com/gpu (all GPUs are taken, or no GPU node is ready)"
+        } else if m.contains("Insufficient") {
+            "no node has enough free cpu or memory for its requests"
+        } else if m.contains("taint") {
+            "the nodes have taints the pod does not tolerate"
+        } else if m.contains("affinity") || m.contains("selector") {
+            "its node affinity or selector matches no node"
+        } else if m.contains("PersistentVolumeClaim") || m.contains("volume") {
+            "its volume claim is not bound"
+        } else {
+            "the scheduler found no node for it"
+        };
+        let mut f = Finding::new(Cause::Unschedulable, 0.95, format!("the pod is not scheduled: {why}")).container(cx.focus_name()).cite(&e.cite);
+        if m.contains("nvidia.com/gpu") {
+            f = f
+                .fix("free GPUs held by leftover pods, or add GPU nodes; `kubectl describe nodes` shows nvidia.com/gpu allocated versus allocatable")
+                .cmd("kubectl get pods -A -o wide --field-selector status.phase=Running | grep -i gpu".to_string())
+                .cmd("kubectl describe nodes | grep -A8 'Allocated resources'".to_string());
+        } else {
+            f = f.fix("lower the pod's requests, add capacity, or add the tolerations / affinity that let it land").cmd("kubectl describe nodes | grep -A8 'Allocated resources'".to_string());
+        }
+        if let Some(s) = &cx.pod.listed_status {
+            f = f.cite(&s.cite);
+        }
+        out.push(f);
+    }
+    let unbound: Vec<&Pvc> = cx.pod.pvcs.iter().filter(|p| p.phase.as_deref() == Some("Pending")).collect();
+    if pending && !unbound.is_empty() {
+        let p = unbound[0];
+        let mut f = Finding::new(Cause::Unschedulable, 0.85, format!("the pod waits for its volume claim {}, which is not bound", p.name)).container(cx.focus_name()).cite(&p.cite);
+        if let Some(s) = &cx.pod.listed_status {
+            f = f.cite(&s.cite);
+        }
+        for e in cx.events_with(|e| e.reason == "FailedBinding" || e.reason == "ProvisioningFailed") {
+            f = f.cite(&e.cite);
+            if e.message.contains("no storage class") {
+                f.summary.push_str(": no PersistentVolume matches and no StorageClass is set to provision one");
+                f = f.fix("set storageClassName on the claim (or mark a StorageClass as default), or create a matching PersistentVolume");
+            }
+        }
+        out.push(f.fix("describe the claim to see why it does not bind").cmd(cx.kubectl(&format!("describe pvc {}", p.name))).cmd("kubectl get storageclass".to_string()));
+    } else if pending && out.is_empty() {
+        let mut f = Finding::new(Cause::Unschedulable, 0.4, "the pod is Pending; the events that would say why are not in the input").container(cx.focus_name());
+        f = f.cite_opt(cx.pod.listed_status.as_ref().map(|s| &s.cite)).cite_opt(cx.pod.phase.as_ref().map(|s| &s.cite));
+        out.push(f.cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name()))));
+    }
+    out
+}
+

@@ -1,0 +1,449 @@
+//! Rules that read the container's termination: reason, exit code, signal.
+
+use super::{Context, Finding, Rule, RuleDoc};
+use crate::causes::Cause;
+use crate::model::*;
+use crate::scan::{SigKind, Signature};
+use crate::text::{format_bytes_quantity, parse_bytes};
+use crate::time::human_duration;
+
+pub static OOM_KILLED: Rule = Rule {
+    cause: Cause::OomKilled,
+    doc: RuleDoc {
+        what: "A container whose last run ended with reason OOMKilled (exit 137): the kernel's OOM killer stopped it because the container's memory use reached its limit.",
+        why: "The kubelet restarts the container, it loads the same data again, reaches the limit again and is killed again; the back-off grows to five minutes between tries.",
+        evidence: "lastState.terminated.reason OOMKilled with exit code 137; the memory limit; how long the run lasted (seconds: the limit is too small for startup; hours: memory grows until it hits the limit, a leak); out-of-memory lines in the previous logs (Java heap, Node heap, Python MemoryError) as weaker support.",
+        example: "Last State: Terminated\n  Reason: OOMKilled\n  Exit Code: 137\nLimits:\n  memory: 30Mi",
+        fix: "Raise resources.limits.memory above the peak (crashdoc suggests 1.5x the current limit, rounded), or make the program use less: a smaller heap (-Xmx below the limit), fewer workers, a quantized or smaller model. A run that lasted hours points to a leak: profile it rather than only raising the limit.",
+        false_positives: "Some runtimes have reported OOMKilled for a container stopped with SIGTERM during a node drain: with exit code 143 the reason is not trusted and `terminated` is reported instead. Exit 137 without OOMKilled is a SIGKILL from elsewhere (a probe, the node) and is not reported as oom-killed with confidence.",
+    },
+    signatures: &[
+        Signature { id: "oom.kernel-killed-process", kind: SigKind::Cause(Cause::OomKilled), weight: 0.7, keywords: &["Killed process", "oom-kill", "Memory cgroup out of memory"], regex: None, meaning: "the kernel's OOM killer" },
+        Signature { id: "oom.java-heap", kind: SigKind::Cause(Cause::OomKilled), weight: 0.62, keywords: &["java.lang.OutOfMemoryError"], regex: None, meaning: "the Java heap is exhausted" },
+        Signature { id: "oom.node-heap", kind: SigKind::Cause(Cause::OomKilled), weight: 0.62, keywords: &["JavaScript heap out of memory"], regex: None, meaning: "the Node.js heap is exhausted" },
+        Signature { id: "oom.python-memoryerror", kind: SigKind::Cause(Cause::OomKilled), weight: 0.55, keywords: &["MemoryError"], regex: Some(r"(?:^|\s)MemoryError\b"), meaning: "Python could not allocate memory" },
+        Signature { id: "oom.go-runtime", kind: SigKind::Cause(Cause::OomKilled), weight: 0.62, keywords: &["runtime: out of memory"], regex: None, meaning: "the Go runtime ran out of memory" },
+        Signature { id: "oom.cannot-allocate", kind: SigKind::Cause(Cause::OomKilled), weight: 0.5, keywords: &["Cannot allocate memory", "std::bad_alloc"], regex: None, meaning: "an allocation failed" },
+    ],
+    check: check_oom,
+};
+
+fn check_oom(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for c in &cx.pod.containers {
+        let Some(t) = c.last_termination() else { continue };
+        let name = cx.container_or_focus(Some(c));
+        if t.reason_is("OOMKilled") {
+            if t.exit() == Some(143) {
+                // Reported by the `terminated` rule; kept low here so both are visible.
+                out.push(
+                    Finding::new(Cause::OomKilled, 0.3, format!("{} is reported OOMKilled but exited 143 (SIGTERM)", name.unwrap_or("the container")))
+                        .container(name)
+                        .cite_opt(t.reason.as_ref().map(|f| &f.cite))
+                        .cite_opt(t.exit_code.as_ref().map(|f| &f.cite)),
+                );
+                continue;
+            }
+            let limit = c.limits.get("memory");
+            let mut summary = format!("{} was killed by the kernel for exceeding its memory", name.unwrap_or("the container"));
+            let mut f = Finding::new(Cause::OomKilled, 0.95, String::new()).container(name);
+            f = f.cite_opt(t.reason.as_ref().map(|x| &x.cite)).cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+            match limit {
+                Some(l) => {
+                    summary.push_str(&format!(" limit of {}", l.value));
+                    f = f.cite(&l.cite);
+                    if let Some(b) = parse_bytes(&l.value) {
+                        let suggested = format_bytes_quantity(b + b / 2);
+                        f = f.fix(format!(
+                            "raise the memory limit of {} from {} to about {suggested} (1.5x) and set the request to match, then watch the peak with `kubectl top`",
+                            name.unwrap_or("the container"),
+                            l.value
+                        ));
+                        f = f.fix(format!(
+                            "resources:\n  requests:\n    memory: {suggested}\n  limits:\n    memory: {suggested}"
+                        ));
+                    }
+                }
+                None => {
+                    summary.push_str(" (no memory limit is shown: check the limit in the workload spec or a LimitRange default)");
+                    f = f.fix("set resources.limits.memory above the observed peak; with no limit, the namespace's LimitRange default applies");
+                }
+            }
+            if let Some(run) = t.run_seconds() {
+                if run >= 3600 {
+                    summary.push_str(&format!("; the run lasted {} before the kill, so memory grows over time (a leak or unbounded cache) rather than being too small at start", human_duration(run)));
+                    f = f.fix("profile the memory growth (heap dumps, pprof) before raising the limit again: a leak only moves the crash later");
+                } else if run <= 300 {
+                    summary.push_str(&format!("; it died {} after start, so the limit is too small for startup", human_duration(run)));
+                }
+            }
+            if let Some(server) = crate::rules::gpu::model_server(cx.pod) {
+                summary.push_str(&format!("; {server} loads the model weights into host memory before the GPU: the limit must hold them"));
+                f = f.fix("for a model server, the memory limit must cover the weights being read (safetensors are mapped into host memory) plus the server: size it from the model's size on disk plus a few GiB");
+            }
+            if !cx.events_with(|e| e.reason == "Unhealthy").is_empty() {
+                f = f.why("liveness probe failures were also seen; OOMKilled is the kernel's own record of the kill, so it outranks the probe");
+            }
+            f.summary = summary;
+            f = f
+                .cmd(cx.kubectl(&format!("top pod {} --containers", cx.pod_name())))
+                .cmd(cx.logs_previous_cmd(name))
+                .cmd(cx.describe_cmd());
+            out.push(f);
+        } else if t.exit() == Some(137) && !t.reason_is("OOMKilled") {
+            // Near miss: SIGKILL without OOMKilled. Weak, so other evidence decides.
+            let mut f = Finding::new(
+                Cause::OomKilled,
+                0.3,
+                format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", name.unwrap_or("the container")),
+            )
+            .container(name)
+            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+            if let Some(l) = c.limits.get("memory") {
+                f = f.cite(&l.cite);
+            }
+            out.push(f);
+        }
+    }
+    if let Some(f) = cx.from_logs(Cause::OomKilled, |s| format!("the program ran out of memory: {}", s.hit.sig.meaning)) {
+        out.push(f.cmd(cx.kubectl(&format!("top pod {} --containers", cx.pod_name()))));
+    }
+    for e in cx.events_with(|e| e.reason == "OOMKilling" || e.message.contains("Memory cgroup out of memory")) {
+        out.push(Finding::new(Cause::OomKilled, 0.8, "the node's kernel killed a process of this pod for memory").container(cx.focus_name()).cite(&e.cite));
+    }
+    out
+}
+
+pub static EXIT_ZERO: Rule = Rule {
+    cause: Cause::ExitZero,
+    doc: RuleDoc {
+        what: "A container that finished successfully (exit 0, reason Completed) in a pod whose controller expects it to keep running: a Deployment, StatefulSet, DaemonSet or ReplicaSet, or restartPolicy Always.",
+        why: "With restartPolicy Always the kubelet restarts every container that stops, even after success; a program that does its work and exits (a script, `echo`, a server started in the background) is restarted forever and backs off into CrashLoopBackOff.",
+        evidence: "lastState.terminated exit code 0 / reason Completed; the owner (Controlled By) or restartPolicy; the container's command; a short previous log that ends with no error when the exit code itself is missing.",
+        example: "Command: echo\nArgs: HOSTNAME\nLast State: Terminated\n  Reason: Completed\n  Exit Code: 0",
+        fix: "Run the server in the foreground (no `&`, no daemon mode, `exec` the server as PID 1), or, for one-off work, use a Job (restartPolicy OnFailure/Never) or a CronJob.",
+        false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first.",
+    },
+    signatures: &[],
+    check: check_exit_zero,
+};
+
+fn expects_service(cx: &Context) -> (bool, String) {
+    if let Some(o) = &cx.pod.owner {
+        if o.expects_service() {
+            let how = if o.observed { "" } else { " (inferred from the pod name)" };
+            return (true, format!("its owner {}/{}{how} keeps it running", o.kind, o.name));
+        }
+        if o.kind == "Job" || o.kind == "CronJob" {
+            return (false, String::new());
+        }
+    }
+    match cx.pod.restart_policy.as_ref().map(|f| f.value.as_str()) {
+        Some("Always") => (true, "restartPolicy Always restarts it".into()),
+        Some(_) => (false, String::new()),
+        None => (true, "the default restartPolicy Always restarts it".into()),
+    }
+}
+
+fn check_exit_zero(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let (service, how) = expects_service(cx);
+    if !service {
+        return out;
+    }
+    for c in &cx.pod.containers {
+        if c.kind == ContainerKind::Init {
+            continue;
+        }
+        let Some(t) = c.last_termination() else { continue };
+        let zero = t.exit() == Some(0) || (t.exit().is_none() && t.reason_is("Completed"));
+        if !zero {
+            continue;
+        }
+        let name = cx.container_or_focus(Some(c));
+        let looping = cx.pod.is_restarting();
+        let mut summary = format!("{} exits 0 (Completed) and {how}", name.unwrap_or("the container"));
+        if !c.command.is_empty() || !c.args.is_empty() {
+            let cmd = [c.command.clone(), c.args.clone()].concat().join(" ");
+            summary.push_str(&format!("; its command `{}` finishes instead of serving", crate::text::clip(&cmd, 60)));
+        }
+        let f = Finding::new(Cause::ExitZero, if looping { 0.82 } else { 0.65 }, summary)
+            .container(name)
+            .cite_opt(t.reason.as_ref().map(|x| &x.cite))
+            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+            .cite_opt(c.restart_count.as_ref().map(|x| &x.cite))
+            .cite_opt(cx.pod.restart_policy.as_ref().map(|x| &x.cite))
+            .fix("keep the main process in the foreground (exec the server as PID 1, no `&` or daemon mode)")
+            .fix("if the work is meant to finish, run it as a Job or CronJob (restartPolicy: OnFailure) instead")
+            .cmd(cx.logs_previous_cmd(name))
+            .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name())));
+        out.push(f);
+    }
+    // No termination recorded, but the previous run's log ends without any error.
+    if out.is_empty() && cx.pod.is_restarting() && cx.pod.containers.iter().all(|c| c.last_termination().is_none()) {
+        let runs: Vec<_> = cx.pod.logs.iter().filter(|l| l.kind == crate::scan::LogKind::Previous && !l.is_empty()).collect();
+        let clean = !runs.is_empty()
+            && runs.iter().all(|l| l.lines <= 50 && l.hits.iter().all(|h| !matches!(h.sig.kind, SigKind::Cause(_) | SigKind::Exception | SigKind::Sigterm)));
+        if clean {
+            let l = runs[0];
+            let mut f = Finding::new(
+                Cause::ExitZero,
+                0.5,
+                format!("the previous run printed {} line(s) with no error and the container restarts: a program that ends normally under a controller that expects a service", l.lines),
+            )
+            .container(l.container.as_deref().or(cx.focus_name()))
+            .fix("keep the main process running in the foreground, or run the task as a Job")
+            .cmd(cx.describe_cmd());
+            if let Some(last) = l.tail.last() {
+                f = f.cite(&Cite::new(SourceKind::Log, format!("{}:{}", l.file, last.number), last.text.clone()));
+            }
+            for e in cx.events_with(|e| e.reason == "BackOff").into_iter().take(1) {
+                f = f.cite(&e.cite);
+            }
+            out.push(f.why("no exit code was given; the clean, short log is the evidence"));
+        }
+    }
+    out
+}
+
+pub static BAD_COMMAND: Rule = Rule {
+    cause: Cause::BadCommand,
+    doc: RuleDoc {
+        what: "A container whose entrypoint cannot be started: the command does not exist in the image, is not executable, or is built for another CPU architecture.",
+        why: "The runtime fails before the program runs (exit 127 or 126, RunContainerError / StartError), every restart fails the same way.",
+        evidence: "exit code 126/127; waiting or terminated reason RunContainerError, StartError, ContainerCannotRun; event or log text `executable file not found in $PATH`, `exec format error`, `exec: \"/path\": stat /path: no such file or directory`, `command not found`.",
+        example: "Warning  Failed  kubelet  Error: failed to start container \"app\": exec: \"/usr/bin/xray\": stat /usr/bin/xray: no such file or directory",
+        fix: "Fix command/args to a path that exists in the image (check with `docker run --entrypoint sh IMAGE -c 'ls -l PATH'`), make scripts executable, or use an image built for the node's architecture (a multi-arch image, or a nodeSelector on kubernetes.io/arch).",
+        false_positives: "A shell script that itself runs a missing tool exits 127 too: the log line names the missing command, which is then the thing to fix.",
+    },
+    signatures: &[
+        Signature { id: "cmd.exec-format", kind: SigKind::Cause(Cause::BadCommand), weight: 0.92, keywords: &["exec format error"], regex: None, meaning: "the binary is built for another CPU architecture" },
+        Signature { id: "cmd.not-in-path", kind: SigKind::Cause(Cause::BadCommand), weight: 0.92, keywords: &["executable file not found"], regex: None, meaning: "the command is not in the image's $PATH" },
+        Signature { id: "cmd.exec-stat", kind: SigKind::Cause(Cause::BadCommand), weight: 0.92, keywords: &["exec: \"", "exec user process caused", "starting container process caused"], regex: Some(r#"(?i)exec: "[^"]*": (?:stat [^:]*: )?(?:no such file|permission denied)|exec user process caused|starting container process caused"#), meaning: "the entrypoint cannot be executed" },
+        Signature { id: "cmd.not-found-shell", kind: SigKind::Cause(Cause::BadCommand), weight: 0.75, keywords: &["command not found", ": not found"], regex: Some(r"(?i)(?:^|\s)(?:sh|bash|/bin/sh|/bin/bash|env)(?:: line \d+)?:\s*(?:\d+:\s*)?[^:]+: (?:command )?not found|: command not found"), meaning: "the shell cannot find a command" },
+        Signature { id: "cmd.oci-create", kind: SigKind::Cause(Cause::BadCommand), weight: 0.8, keywords: &["OCI runtime create failed", "OCI runtime exec failed"], regex: None, meaning: "the runtime could not create the container process" },
+    ],
+    check: check_bad_command,
+};
+
+const START_REASONS: &[&str] = &["RunContainerError", "StartError", "ContainerCannotRun", "CreateContainerError"];
+
+fn check_bad_command(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for c in &cx.pod.containers {
+        let name = cx.container_or_focus(Some(c));
+        if let Some(t) = c.last_termination()
+            && let Some(code @ (126 | 127)) = t.exit()
+        {
+            let what = if code == 127 { "the command was not found" } else { "the command is not executable" };
+            out.push(
+                Finding::new(Cause::BadCommand, 0.85, format!("{} exited {code}: {what}", name.unwrap_or("the container")))
+                    .container(name)
+                    .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+                    .fix("check the command and args against the image: the path must exist and be executable")
+                    .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name()))),
+            );
+        }
+        for st in [c.state.as_ref(), c.last_state.as_ref()].into_iter().flatten() {
+            if let Some(r) = &st.reason
+                && START_REASONS.contains(&r.value.as_str())
+            {
+                let msg = st.message.as_ref().map(|m| m.value.as_str()).unwrap_or("");
+                let strong = msg.contains("executable file not found") || msg.contains("exec format error") || msg.contains("no such file");
+                out.push(
+                    Finding::new(Cause::BadCommand, if strong { 0.92 } else { 0.6 }, format!("{} could not be started ({})", name.unwrap_or("the container"), r.value))
+                        .container(name)
+                        .cite(&r.cite)
+                        .cite_opt(st.message.as_ref().map(|m| &m.cite)),
+                );
+            }
+        }
+    }
+    let start_events = cx.events_with(|e| {
+        e.reason == "Failed"
+            && (e.message.contains("executable file not found") || e.message.contains("exec format error") || (e.message.contains("exec: \"") && e.message.contains("no such file")) || e.message.contains("starting container process caused"))
+    });
+    if let Some(e) = start_events.first() {
+        let arch = e.message.contains("exec format error");
+        let mut f = Finding::new(
+            Cause::BadCommand,
+            0.93,
+            if arch { "the image's entrypoint is built for another CPU architecture (exec format error)".to_string() } else { "the container's command does not exist in the image".to_string() },
+        )
+        .container(container_in_event(e).as_deref().or(cx.focus_name()))
+        .cite(&e.cite)
+        .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}}'", cx.pod_name())));
+        f = if arch {
+            f.fix("use an image built for the node's architecture (multi-arch), or pin the pod to matching nodes with nodeSelector kubernetes.io/arch")
+        } else {
+            f.fix("point command/args at a binary that exists in the image; list it with `kubectl debug` or by running the image with a shell")
+        };
+        out.push(f);
+    }
+    if let Some(mut f) = cx.from_logs(Cause::BadCommand, |s| format!("the entrypoint cannot run: {}", s.hit.sig.meaning)) {
+        let arch = f.evidence.iter().any(|e| e.text.contains("exec format error"));
+        if arch {
+            f = f
+                .fix("use an image built for the node's architecture (check `kubectl get node -L kubernetes.io/arch` against the image's platforms)")
+                .cmd(cx.kubectl("get nodes -L kubernetes.io/arch"));
+        } else {
+            f = f.fix("point command/args at a binary that exists in the image");
+        }
+        out.push(f);
+    }
+    out
+}
+
+/// `spec.containers{name}` or `"name":` in an event message.
+pub fn container_in_event(e: &Event) -> Option<String> {
+    let m = &e.message;
+    if let Some(i) = m.find("containers{") {
+        let rest = &m[i + 11..];
+        return rest.split('}').next().map(str::to_string);
+    }
+    if let Some(rest) = m.strip_prefix('"') {
+        return rest.split('"').next().map(str::to_string);
+    }
+    if let Some(o) = &e.object
+        && let Some(i) = o.find("containers{")
+    {
+        return o[i + 11..].split('}').next().map(str::to_string);
+    }
+    None
+}
+
+pub static NATIVE_CRASH: Rule = Rule {
+    cause: Cause::NativeCrash,
+    doc: RuleDoc {
+        what: "A process killed by a signal it raised itself: SIGSEGV (exit 139), SIGABRT (134), SIGILL (132), SIGTRAP (133), SIGBUS (135), SIGFPE (136).",
+        why: "Native code crashed: a segfault in a C/C++/Rust library, an abort after a failed assertion or allocation, or an instruction the CPU does not have (an image built for AVX/AVX-512 on an older CPU, a 4K-page allocator on a 16K-page kernel). It crashes the same way on every start.",
+        evidence: "exit code 128+signal; log lines `Segmentation fault`, `Illegal instruction (core dumped)`, `Aborted`, `double free`, `<jemalloc>: Unsupported system page size`.",
+        example: "Illegal instruction (core dumped)",
+        fix: "Match the image to the node: CPU features (AVX), page size (arm64 16K pages), architecture. Otherwise upgrade the crashing library and collect a core dump.",
+        false_positives: "Go programs print `[signal SIGSEGV: segmentation violation]` in a panic and exit 2: that is an application panic (app-crash), not a native crash.",
+    },
+    signatures: &[
+        Signature { id: "native.sigill", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.88, keywords: &["Illegal instruction", "illegal hardware instruction", "SIGILL"], regex: None, meaning: "the CPU does not support an instruction the binary uses" },
+        Signature { id: "native.segfault", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.8, keywords: &["Segmentation fault", "segfault at"], regex: None, meaning: "a segmentation fault in native code" },
+        Signature { id: "native.core-dumped", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.72, keywords: &["core dumped", "Aborted (core"], regex: None, meaning: "the process dumped core" },
+        Signature { id: "native.heap-corruption", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.8, keywords: &["double free", "stack smashing detected", "free(): invalid", "malloc(): corrupted", "terminate called after throwing"], regex: None, meaning: "native heap corruption or an uncaught C++ exception" },
+        Signature { id: "native.page-size", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.78, keywords: &["Unsupported system page size"], regex: None, meaning: "the allocator does not support the kernel's page size" },
+        Signature { id: "native.fatal-python", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.85, keywords: &["Fatal Python error: Segmentation", "Fatal Python error: Aborted"], regex: None, meaning: "a native extension crashed the Python interpreter" },
+    ],
+    check: check_native,
+};
+
+pub fn signal_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        132 => "SIGILL",
+        133 => "SIGTRAP",
+        134 => "SIGABRT",
+        135 => "SIGBUS",
+        136 => "SIGFPE",
+        139 => "SIGSEGV",
+        _ => return None,
+    })
+}
+
+fn check_native(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for c in &cx.pod.containers {
+        let Some(t) = c.last_termination() else { continue };
+        let Some(code) = t.exit() else { continue };
+        let Some(sig) = signal_name(code) else { continue };
+        let name = cx.container_or_focus(Some(c));
+        let hint = match code {
+            132 => "an instruction the CPU lacks (an image built for AVX/AVX-512 or another CPU)",
+            133 => "a trap (a Rust/C abort, an allocator refusing the system, a debugger breakpoint)",
+            134 => "an abort (failed assertion, uncaught C++ exception, allocation failure)",
+            139 => "a segmentation fault in native code",
+            _ => "a fatal signal from native code",
+        };
+        out.push(
+            Finding::new(Cause::NativeCrash, 0.8, format!("{} died from {sig} (exit {code}): {hint}", name.unwrap_or("the container")))
+                .container(name)
+                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+                .cite_opt(t.reason.as_ref().map(|x| &x.cite))
+                .fix("compare the node's CPU flags, page size and architecture with what the image was built for (`kubectl get node NODE -o wide`, `getconf PAGESIZE`)")
+                .cmd(cx.logs_previous_cmd(name)),
+        );
+    }
+    if let Some(f) = cx.from_logs(Cause::NativeCrash, |s| format!("the process crashed in native code: {}", s.hit.sig.meaning)) {
+        out.push(f.fix("run the image on a node whose CPU, page size and architecture match the build, or upgrade the crashing library").cmd(cx.logs_previous_cmd(cx.focus_name())));
+    }
+    out
+}
+
+pub static TERMINATED: Rule = Rule {
+    cause: Cause::Terminated,
+    doc: RuleDoc {
+        what: "A container stopped on request with SIGTERM (exit 143), by a rollout, scale-down, drain or preStop, rather than crashing.",
+        why: "Nothing is wrong with the program; the restarts or failures come from whoever stops it. When the container restarts in place after SIGTERM, that is a failed liveness/startup probe (probe-kill), not this.",
+        evidence: "exit code 143 (128+15), a log line saying SIGTERM was received, Killing events with `Stopping container`, a pod terminated as a whole (state, not lastState).",
+        example: "state:\n  terminated:\n    exitCode: 143\n    reason: OOMKilled   # misreported: 143 is SIGTERM",
+        fix: "Nothing to fix in the program; find who stopped it (rollout, HPA, drain). Make the program exit quickly on SIGTERM and set terminationGracePeriodSeconds to cover its shutdown.",
+        false_positives: "A liveness or startup probe also ends in SIGTERM: with Unhealthy events, or a container that restarts in place with a probe configured, probe-kill ranks first.",
+    },
+    signatures: &[],
+    check: check_terminated,
+};
+
+fn check_terminated(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for c in &cx.pod.containers {
+        let Some(t) = c.last_termination() else { continue };
+        if t.exit() != Some(143) {
+            continue;
+        }
+        let name = cx.container_or_focus(Some(c));
+        let in_place = c.last_state.is_some() && (c.restarts() > 0 || c.state.as_ref().is_some_and(|s| s.kind != StateKind::Terminated));
+        if t.reason_is("OOMKilled") {
+            let mut f = Finding::new(
+                Cause::Terminated,
+                0.8,
+                format!(
+                    "{} exited 143 (SIGTERM) although the reason says OOMKilled: the OOM killer sends SIGKILL (137), so the container was stopped (drain, eviction or rollout) and the reason is misreported",
+                    name.unwrap_or("the container")
+                ),
+            )
+            .container(name)
+            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+            .cite_opt(t.reason.as_ref().map(|x| &x.cite))
+            .fix("look for who stopped the pod (node drain, eviction, rollout) in the events and node history; the memory limit is not the problem")
+            .cmd(cx.kubectl("get events --sort-by=.lastTimestamp"));
+            if !c.limits.contains_key("memory") {
+                f.summary.push_str("; it has no memory limit, so it could not exceed its own");
+                if let Some(r) = c.requests.get("memory") {
+                    f = f.cite(&r.cite);
+                }
+            }
+            out.push(f.why("exit code 143 (SIGTERM) contradicts OOMKilled, which always ends in SIGKILL (137)"));
+            continue;
+        }
+        let score = if in_place { 0.5 } else { 0.72 };
+        out.push(
+            Finding::new(Cause::Terminated, score, format!("{} was stopped with SIGTERM (exit 143)", name.unwrap_or("the container")))
+                .container(name)
+                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+                .fix("find who stopped it (rollout, scale-down, drain); make shutdown on SIGTERM fast and clean")
+                .cmd(cx.kubectl("get events --sort-by=.lastTimestamp")),
+        );
+    }
+    let stops = cx.events_with(|e| e.reason == "Killing" && e.message.contains("Stopping container") && !e.message.contains("probe"));
+    let probe_events = cx.events_with(|e| e.reason == "Unhealthy" || e.message.contains("failed liveness") || e.message.contains("failed startup"));
+    let evicted = cx.events_with(|e| e.reason == "Evicted");
+    if let Some(e) = stops.first()
+        && probe_events.is_empty()
+        && evicted.is_empty()
+    {
+        out.push(Finding::new(Cause::Terminated, 0.6, "the kubelet stopped the container on request (not after a probe failure)").container(cx.focus_name()).cite(&e.cite));
+    }
+    if let Some(s) = cx.marker_support(SigKind::Sigterm).first() {
+        out.push(
+            Finding::new(Cause::Terminated, 0.5, "the program logged that it received SIGTERM: it was asked to stop")
+                .container(s.log.container.as_deref().or(cx.focus_name()))
+                .cite(&s.cite()),
+        );
+    }
+    out
+}

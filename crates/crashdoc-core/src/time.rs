@@ -1,0 +1,59 @@
+//! Timestamps as kubectl prints them.
+
+/// Seconds since the epoch for an RFC 3339 time (`2025-01-14T08:41:38Z`), an
+/// RFC 2822 time as `kubectl describe` prints it (`Sat, 18 Feb 2023 17:21:12
+/// +0100`), or seconds since midnight for a bare `19:06:20`.
+pub fn parse_timestamp(s: &str) -> Option<i64> {
+    let s = s.trim().trim_matches('"');
+    if s.is_empty() {
+        return None;
+    }
+    if let Ok(ts) = s.parse::<jiff::Timestamp>() {
+        return Some(ts.as_second());
+    }
+    if let Ok(zdt) = jiff::fmt::rfc2822::parse(s) {
+        return Some(zdt.timestamp().as_second());
+    }
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() == 3 {
+        let h: i64 = parts[0].parse().ok()?;
+        let m: i64 = parts[1].parse().ok()?;
+        let sec: f64 = parts[2].parse().ok()?;
+        if h < 24 && m < 60 && sec < 61.0 {
+            return Some(h * 3600 + m * 60 + sec as i64);
+        }
+    }
+    None
+}
+
+/// `1h2m3s`-style rendering of a duration in seconds.
+pub fn human_duration(secs: i64) -> String {
+    let secs = secs.max(0);
+    let (d, h, m, s) = (secs / 86400, secs % 86400 / 3600, secs % 3600 / 60, secs % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{s}s"),
+        (0, 0, _) if s == 0 => format!("{m}m"),
+        (0, 0, _) => format!("{m}m{s}s"),
+        (0, _, _) => format!("{h}h{m}m"),
+        _ => format!("{d}d{h}h"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        let a = parse_timestamp("Sat, 18 Feb 2023 17:21:12 +0100").unwrap();
+        let b = parse_timestamp("Sat, 18 Feb 2023 17:24:25 +0100").unwrap();
+        assert_eq!(b - a, 193);
+        let c = parse_timestamp("2025-01-14T08:41:17Z").unwrap();
+        let d = parse_timestamp("\"2025-01-14T08:41:38Z\"").unwrap();
+        assert_eq!(d - c, 21);
+        assert_eq!(parse_timestamp("19:07:13").unwrap() - parse_timestamp("19:06:20").unwrap(), 53);
+        assert_eq!(parse_timestamp("garbage"), None);
+        assert_eq!(human_duration(53), "53s");
+        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
+    }
+}
