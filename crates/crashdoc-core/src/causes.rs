@@ -91,10 +91,18 @@ mod tests {
 
     #[test]
     fn ids_match_the_spec() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/spec/causes.md");
-        let spec = std::fs::read_to_string(path).expect("../shared/spec/causes.md is part of the checkout layout");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/spec/causes.md"
+        );
+        let spec = std::fs::read_to_string(path)
+            .expect("../shared/spec/causes.md is part of the checkout layout");
         for c in Cause::ALL {
-            assert!(spec.contains(&format!("`{}`", c.id())), "{} missing from causes.md", c.id());
+            assert!(
+                spec.contains(&format!("`{}`", c.id())),
+                "{} missing from causes.md",
+                c.id()
+            );
         }
     }
 }

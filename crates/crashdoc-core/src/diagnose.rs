@@ -97,16 +97,34 @@ pub fn diagnose_all(ev: &crate::ingest::Evidence) -> Report {
         })
         .collect();
     pods.sort_by(|a, b| {
-        let key = |r: &PodReport| r.diagnoses.first().map(|d| (d.cause != Cause::Unknown, d.confidence, (d.score * 1000.0) as i32)).unwrap_or((false, Confidence::Low, 0));
+        let key = |r: &PodReport| {
+            r.diagnoses
+                .first()
+                .map(|d| {
+                    (
+                        d.cause != Cause::Unknown,
+                        d.confidence,
+                        (d.score * 1000.0) as i32,
+                    )
+                })
+                .unwrap_or((false, Confidence::Low, 0))
+        };
         key(b).cmp(&key(a))
     });
-    Report { schema: SCHEMA, pods }
+    Report {
+        schema: SCHEMA,
+        pods,
+    }
 }
 
 /// Diagnose one pod.
 pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     let cx = Context::new(pod);
-    let mut findings: Vec<Finding> = rules::all().iter().flat_map(|r| (r.check)(&cx)).filter(|f| f.score > 0.0).collect();
+    let mut findings: Vec<Finding> = rules::all()
+        .iter()
+        .flat_map(|r| (r.check)(&cx))
+        .filter(|f| f.score > 0.0)
+        .collect();
 
     // Merge findings of the same cause: keep the strongest, add the others' evidence.
     findings.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -146,7 +164,10 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
         .filter(|f| !f.evidence.is_empty())
         .map(|f| {
             let mut commands = f.commands;
-            let default_cmds = [cx.describe_cmd(), cx.logs_previous_cmd(f.container.as_deref())];
+            let default_cmds = [
+                cx.describe_cmd(),
+                cx.logs_previous_cmd(f.container.as_deref()),
+            ];
             for c in default_cmds {
                 if !commands.contains(&c) && commands.len() < 4 {
                     commands.push(c);
@@ -195,7 +216,13 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
             s.dedup();
             s
         },
-        restarts: pod.containers.iter().map(|c| c.restarts()).max().unwrap_or(0).max(pod.listed_restarts.unwrap_or(0)),
+        restarts: pod
+            .containers
+            .iter()
+            .map(|c| c.restarts())
+            .max()
+            .unwrap_or(0)
+            .max(pod.listed_restarts.unwrap_or(0)),
     }
 }
 
@@ -221,16 +248,24 @@ fn explain_ranking(f: &mut [Finding]) {
     for other in rest.iter().take(2) {
         let pair = (top.cause, other.cause);
         let why = match pair {
-            (Cause::ProbeKill, Cause::ExitZero) | (Cause::ProbeKill, Cause::Terminated) => {
-                Some("the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped")
+            (Cause::ProbeKill, Cause::ExitZero) | (Cause::ProbeKill, Cause::Terminated) => Some(
+                "the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped",
+            ),
+            (Cause::ProbeKill, Cause::OomKilled) => Some(
+                "the exit was a SIGKILL without OOMKilled: the probe, not the memory limit, killed it",
+            ),
+            (Cause::OomKilled, Cause::ProbeKill) => Some(
+                "OOMKilled is the kernel's record of the kill; probe failures came while memory was at the limit",
+            ),
+            (Cause::GpuOom, Cause::ProbeKill) | (Cause::GpuOom, Cause::Terminated) => Some(
+                "the logs show the GPU memory failure that kept the server from becoming ready; the SIGTERM that followed is its consequence",
+            ),
+            (c, Cause::AppCrash) if c != Cause::AppCrash => {
+                Some("the exception carries a more specific cause than a bug in the program")
             }
-            (Cause::ProbeKill, Cause::OomKilled) => Some("the exit was a SIGKILL without OOMKilled: the probe, not the memory limit, killed it"),
-            (Cause::OomKilled, Cause::ProbeKill) => Some("OOMKilled is the kernel's record of the kill; probe failures came while memory was at the limit"),
-            (Cause::GpuOom, Cause::ProbeKill) | (Cause::GpuOom, Cause::Terminated) => {
-                Some("the logs show the GPU memory failure that kept the server from becoming ready; the SIGTERM that followed is its consequence")
-            }
-            (c, Cause::AppCrash) if c != Cause::AppCrash => Some("the exception carries a more specific cause than a bug in the program"),
-            (Cause::Terminated, Cause::OomKilled) => Some("exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted"),
+            (Cause::Terminated, Cause::OomKilled) => Some(
+                "exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted",
+            ),
             _ => None,
         };
         if let Some(w) = why {
@@ -260,10 +295,25 @@ fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
     if let Some(l) = pod.logs.iter().find(|l| !l.is_empty())
         && let Some(last) = l.tail.last()
     {
-        evidence.push(Cite::new(SourceKind::Log, format!("{}:{}", l.file, last.number), last.text.clone()));
+        evidence.push(Cite::new(
+            SourceKind::Log,
+            format!("{}:{}", l.file, last.number),
+            last.text.clone(),
+        ));
     }
     if evidence.is_empty() {
-        evidence.push(Cite::new(SourceKind::Other, "input", format!("read: {}", if pod.sources.is_empty() { "nothing usable".to_string() } else { pod.sources.join(", ") })));
+        evidence.push(Cite::new(
+            SourceKind::Other,
+            "input",
+            format!(
+                "read: {}",
+                if pod.sources.is_empty() {
+                    "nothing usable".to_string()
+                } else {
+                    pod.sources.join(", ")
+                }
+            ),
+        ));
     }
     let what: Vec<&str> = missing.iter().map(|m| m.what.as_str()).collect();
     Diagnosis {
@@ -286,20 +336,37 @@ fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
 /// What the input lacks, and what it would have told.
 pub fn missing_evidence(pod: &Pod, collector: &[Missing]) -> Vec<Missing> {
     let mut out: Vec<Missing> = collector.to_vec();
-    let m = |what: &str, why: &str| Missing { what: what.into(), why: why.into() };
-    let has_termination = pod.containers.iter().any(|c| c.last_termination().is_some());
+    let m = |what: &str, why: &str| Missing {
+        what: what.into(),
+        why: why.into(),
+    };
+    let has_termination = pod
+        .containers
+        .iter()
+        .any(|c| c.last_termination().is_some());
     let restarted = pod.is_restarting();
     if !pod.has_previous_logs() && (restarted || has_termination || pod.containers.is_empty()) {
         out.push(m("logs --previous", "the crashed run's own output (stack traces, the last lines before exit) is not in the input"));
     }
-    if !has_termination && !pod.status_contains("Pending") && !pod.status_contains("ImagePull") && !pod.phase_is("Pending") {
+    if !has_termination
+        && !pod.status_contains("Pending")
+        && !pod.status_contains("ImagePull")
+        && !pod.phase_is("Pending")
+    {
         out.push(m("lastState.terminated", "the exit code and reason (OOMKilled, Error, Completed) of the last run are not in the input (describe pod or pod YAML has them)"));
     }
     if pod.events.is_empty() {
         out.push(m("events", "events tell probe kills, mount and scheduling failures, image pulls and evictions apart; none are in the input"));
     }
-    if pod.containers.iter().all(|c| c.limits.is_empty() && c.probes.is_empty()) {
-        out.push(m("pod spec", "resources and probes (from describe pod or the pod YAML) size the fix"));
+    if pod
+        .containers
+        .iter()
+        .all(|c| c.limits.is_empty() && c.probes.is_empty())
+    {
+        out.push(m(
+            "pod spec",
+            "resources and probes (from describe pod or the pod YAML) size the fix",
+        ));
     }
     out
 }

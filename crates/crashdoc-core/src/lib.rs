@@ -21,4 +21,4 @@ pub mod time;
 
 pub use causes::Cause;
 pub use diagnose::{Diagnosis, Report, diagnose_all};
-pub use ingest::{Evidence, InputError, read_path, read_paste};
+pub use ingest::{Evidence, InputError, read_paste, read_path};

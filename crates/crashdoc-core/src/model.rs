@@ -45,7 +45,12 @@ pub struct Cite {
 
 impl Cite {
     pub fn new(source: SourceKind, reference: impl Into<String>, text: impl Into<String>) -> Self {
-        Cite { source, reference: reference.into(), text: text.into(), location: None }
+        Cite {
+            source,
+            reference: reference.into(),
+            text: text.into(),
+            location: None,
+        }
     }
 
     pub fn at(mut self, location: impl Into<String>) -> Self {
@@ -117,7 +122,9 @@ impl ContainerState {
     }
 
     pub fn reason_is(&self, r: &str) -> bool {
-        self.reason.as_ref().is_some_and(|f| f.value.eq_ignore_ascii_case(r))
+        self.reason
+            .as_ref()
+            .is_some_and(|f| f.value.eq_ignore_ascii_case(r))
     }
 
     pub fn exit(&self) -> Option<i32> {
@@ -167,7 +174,16 @@ pub struct Probe {
 
 impl Probe {
     pub fn new(kind: ProbeKind, cite: Cite) -> Self {
-        Probe { kind, handler: String::new(), initial_delay: 0, timeout: 1, period: 10, success: 1, failure: 3, cite }
+        Probe {
+            kind,
+            handler: String::new(),
+            initial_delay: 0,
+            timeout: 1,
+            period: 10,
+            success: 1,
+            failure: 3,
+            cite,
+        }
     }
 
     /// Seconds after start at which the kubelet kills a container that never
@@ -246,7 +262,10 @@ pub struct Container {
 
 impl Container {
     pub fn named(name: impl Into<String>) -> Self {
-        Container { name: name.into(), ..Default::default() }
+        Container {
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     pub fn probe(&self, kind: ProbeKind) -> Option<&Probe> {
@@ -258,11 +277,17 @@ impl Container {
         self.last_state
             .as_ref()
             .filter(|s| s.kind == StateKind::Terminated)
-            .or(self.state.as_ref().filter(|s| s.kind == StateKind::Terminated))
+            .or(self
+                .state
+                .as_ref()
+                .filter(|s| s.kind == StateKind::Terminated))
     }
 
     pub fn waiting_reason(&self) -> Option<&Field<String>> {
-        self.state.as_ref().filter(|s| s.kind == StateKind::Waiting).and_then(|s| s.reason.as_ref())
+        self.state
+            .as_ref()
+            .filter(|s| s.kind == StateKind::Waiting)
+            .and_then(|s| s.reason.as_ref())
     }
 
     pub fn restarts(&self) -> u32 {
@@ -347,7 +372,10 @@ pub struct Owner {
 impl Owner {
     /// Whether this controller expects its pods to run forever.
     pub fn expects_service(&self) -> bool {
-        matches!(self.kind.as_str(), "ReplicaSet" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicationController")
+        matches!(
+            self.kind.as_str(),
+            "ReplicaSet" | "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicationController"
+        )
     }
 }
 
@@ -448,27 +476,46 @@ impl Pod {
     }
 
     pub fn status_is(&self, s: &str) -> bool {
-        self.listed_status.as_ref().is_some_and(|f| f.value.eq_ignore_ascii_case(s))
+        self.listed_status
+            .as_ref()
+            .is_some_and(|f| f.value.eq_ignore_ascii_case(s))
     }
 
     pub fn status_contains(&self, s: &str) -> bool {
-        self.listed_status.as_ref().is_some_and(|f| f.value.to_ascii_lowercase().contains(&s.to_ascii_lowercase()))
+        self.listed_status.as_ref().is_some_and(|f| {
+            f.value
+                .to_ascii_lowercase()
+                .contains(&s.to_ascii_lowercase())
+        })
     }
 
     pub fn phase_is(&self, p: &str) -> bool {
-        self.phase.as_ref().is_some_and(|f| f.value.eq_ignore_ascii_case(p))
+        self.phase
+            .as_ref()
+            .is_some_and(|f| f.value.eq_ignore_ascii_case(p))
     }
 
     pub fn has_previous_logs(&self) -> bool {
-        self.logs.iter().any(|l| l.kind == crate::scan::LogKind::Previous)
+        self.logs
+            .iter()
+            .any(|l| l.kind == crate::scan::LogKind::Previous)
     }
 
     /// Whether any container restarted or the pod is in a crash loop.
     pub fn is_restarting(&self) -> bool {
         self.listed_restarts.unwrap_or(0) > 0
             || self.status_contains("CrashLoopBackOff")
-            || self.containers.iter().any(|c| c.restarts() > 0 || c.last_state.is_some())
-            || self.containers.iter().any(|c| c.waiting_reason().is_some_and(|r| r.value == "CrashLoopBackOff"))
-            || self.events.iter().any(|e| e.reason == "BackOff" && e.message.contains("restarting"))
+            || self
+                .containers
+                .iter()
+                .any(|c| c.restarts() > 0 || c.last_state.is_some())
+            || self.containers.iter().any(|c| {
+                c.waiting_reason()
+                    .is_some_and(|r| r.value == "CrashLoopBackOff")
+            })
+            || self
+                .events
+                .iter()
+                .any(|e| e.reason == "BackOff" && e.message.contains("restarting"))
     }
 }

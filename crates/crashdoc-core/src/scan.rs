@@ -123,7 +123,9 @@ impl LogScan {
 
     /// Hits whose signature supports `cause`.
     pub fn hits_for(&self, cause: Cause) -> impl Iterator<Item = &Hit> {
-        self.hits.iter().filter(move |h| h.sig.kind == SigKind::Cause(cause))
+        self.hits
+            .iter()
+            .filter(move |h| h.sig.kind == SigKind::Cause(cause))
     }
 }
 
@@ -166,7 +168,10 @@ impl Catalog {
         }
         let regexes = sigs
             .iter()
-            .map(|s| s.regex.map(|r| Regex::new(r).unwrap_or_else(|e| panic!("signature {}: {e}", s.id))))
+            .map(|s| {
+                s.regex
+                    .map(|r| Regex::new(r).unwrap_or_else(|e| panic!("signature {}: {e}", s.id)))
+            })
             .collect();
         let ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
@@ -178,12 +183,19 @@ impl Catalog {
             .ascii_case_insensitive(true)
             .build(&keywords)
             .expect("keywords build");
-        Catalog { sigs, regexes, ac, by_pattern, line_ac }
+        Catalog {
+            sigs,
+            regexes,
+            ac,
+            by_pattern,
+            line_ac,
+        }
     }
 
     /// The catalog of every rule's signatures.
     pub fn global() -> &'static Catalog {
-        static CATALOG: LazyLock<Catalog> = LazyLock::new(|| Catalog::new(crate::rules::all_signatures()));
+        static CATALOG: LazyLock<Catalog> =
+            LazyLock::new(|| Catalog::new(crate::rules::all_signatures()));
         &CATALOG
     }
 
@@ -216,7 +228,13 @@ impl Catalog {
     }
 
     /// Scan a log from a reader, in one pass and bounded memory.
-    pub fn scan<R: Read>(&self, mut reader: R, file: &str, kind: LogKind, container: Option<String>) -> io::Result<LogScan> {
+    pub fn scan<R: Read>(
+        &self,
+        mut reader: R,
+        file: &str,
+        kind: LogKind,
+        container: Option<String>,
+    ) -> io::Result<LogScan> {
         let mut st = ScanState::new(file, kind, container);
         let mut buf: Vec<u8> = Vec::with_capacity(BLOCK + MAX_LINE);
         let mut chunk = vec![0u8; BLOCK];
@@ -245,8 +263,15 @@ impl Catalog {
     }
 
     /// Scan text already in memory.
-    pub fn scan_str(&self, text: &str, file: &str, kind: LogKind, container: Option<String>) -> LogScan {
-        self.scan(text.as_bytes(), file, kind, container).unwrap_or_else(|_| ScanState::new(file, kind, None).finish())
+    pub fn scan_str(
+        &self,
+        text: &str,
+        file: &str,
+        kind: LogKind,
+        container: Option<String>,
+    ) -> LogScan {
+        self.scan(text.as_bytes(), file, kind, container)
+            .unwrap_or_else(|_| ScanState::new(file, kind, None).finish())
     }
 
     fn scan_block(&self, block: &[u8], st: &mut ScanState) {
@@ -279,7 +304,8 @@ impl Catalog {
                 continue;
             }
             last_line_start = start;
-            let end = memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
+            let end =
+                memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
             line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
             counted_to = start;
             let line = st.make_line(line_no, &block[start..end]);
@@ -308,7 +334,11 @@ impl Catalog {
         let count = ends.len() - 1 + usize::from(reached_start);
         for k in (0..count).rev() {
             let end = ends[k];
-            let start = if k + 1 < ends.len() { ends[k + 1] + 1 } else { 0 };
+            let start = if k + 1 < ends.len() {
+                ends[k + 1] + 1
+            } else {
+                0
+            };
             let number = st.lines - k as u64;
             new_tail.push(st.make_line(number, &block[start..end.min(block.len())]));
         }
@@ -389,7 +419,11 @@ impl ScanState {
 
     fn record(&mut self, sig: &'static Signature, line: Line) {
         let decisive = DECISIVE.is_match(strip_log_prefix(&line.text));
-        let hit = Hit { sig, line, decisive };
+        let hit = Hit {
+            sig,
+            line,
+            decisive,
+        };
         let slot = match self.hits.iter().position(|(id, ..)| *id == sig.id) {
             Some(i) => i,
             None => {
@@ -505,7 +539,9 @@ mod tests {
     #[test]
     fn invalid_utf8_is_reported_not_fatal() {
         let bytes = b"ok\n\xff\xfe connection refused\n";
-        let s = catalog().scan(&bytes[..], "x", LogKind::Previous, None).unwrap();
+        let s = catalog()
+            .scan(&bytes[..], "x", LogKind::Previous, None)
+            .unwrap();
         assert!(s.invalid_utf8);
         assert_eq!(s.hits.len(), 1);
         assert_eq!(s.hits[0].line.number, 2);
@@ -513,7 +549,12 @@ mod tests {
 
     #[test]
     fn pod_hint_from_command_line() {
-        let s = catalog().scan_str("$ kubectl logs web-6468f86645-x98pq\nboom\n", "x", LogKind::Current, None);
+        let s = catalog().scan_str(
+            "$ kubectl logs web-6468f86645-x98pq\nboom\n",
+            "x",
+            LogKind::Current,
+            None,
+        );
         assert_eq!(s.pod_hint.as_deref(), Some("web-6468f86645-x98pq"));
     }
 }

@@ -9,8 +9,10 @@ pub fn clean_line(s: &str) -> String {
     if !s.contains('\x1b') {
         return s.to_string();
     }
-    static ANSI: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]").expect("static regex"));
+    static ANSI: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+            .expect("static regex")
+    });
     ANSI.replace_all(s, "").into_owned()
 }
 
@@ -51,14 +53,19 @@ pub fn looks_textual(bytes: &[u8]) -> bool {
     if sample.is_empty() {
         return true;
     }
-    let bad = sample.iter().filter(|&&b| b == 0 || (b < 0x09) || (0x0e..0x20).contains(&b) && b != 0x1b).count();
+    let bad = sample
+        .iter()
+        .filter(|&&b| b == 0 || (b < 0x09) || (0x0e..0x20).contains(&b) && b != 0x1b)
+        .count();
     bad * 100 / sample.len() < 5
 }
 
 /// Parse a Kubernetes quantity of bytes (`512Mi`, `1G`, `30Mi`, `1.5Gi`, `2048`, `87608Ki`).
 pub fn parse_bytes(q: &str) -> Option<u64> {
     let q = q.trim().trim_matches('"');
-    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
+    let split = q
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(q.len());
     let (num, unit) = q.split_at(split);
     let n: f64 = num.parse().ok()?;
     let mul: f64 = match unit.trim() {
@@ -86,10 +93,20 @@ pub fn format_bytes_quantity(bytes: u64) -> String {
     const GI: u64 = 1024 * MI;
     if bytes >= GI {
         let gi = (bytes as f64 / GI as f64 * 2.0).ceil() / 2.0;
-        if gi.fract() == 0.0 { format!("{}Gi", gi as u64) } else { format!("{}Mi", (gi * 1024.0) as u64) }
+        if gi.fract() == 0.0 {
+            format!("{}Gi", gi as u64)
+        } else {
+            format!("{}Mi", (gi * 1024.0) as u64)
+        }
     } else {
         let mi = bytes.div_ceil(MI);
-        let step = if mi > 256 { 64 } else if mi > 64 { 16 } else { 8 };
+        let step = if mi > 256 {
+            64
+        } else if mi > 64 {
+            16
+        } else {
+            8
+        };
         format!("{}Mi", mi.div_ceil(step) * step)
     }
 }
@@ -100,7 +117,10 @@ mod tests {
 
     #[test]
     fn prefixes_are_stripped() {
-        assert_eq!(strip_log_prefix("2024-01-01T00:00:00.123Z stdout F hello"), "hello");
+        assert_eq!(
+            strip_log_prefix("2024-01-01T00:00:00.123Z stdout F hello"),
+            "hello"
+        );
         assert_eq!(strip_log_prefix("2024-01-01T00:00:00+01:00 hello"), "hello");
         assert_eq!(strip_log_prefix("[pod/x-1/app] panic: boom"), "panic: boom");
         assert_eq!(strip_log_prefix("plain"), "plain");

@@ -29,7 +29,12 @@ pub fn parse_timestamp(s: &str) -> Option<i64> {
 /// `1h2m3s`-style rendering of a duration in seconds.
 pub fn human_duration(secs: i64) -> String {
     let secs = secs.max(0);
-    let (d, h, m, s) = (secs / 86400, secs % 86400 / 3600, secs % 3600 / 60, secs % 60);
+    let (d, h, m, s) = (
+        secs / 86400,
+        secs % 86400 / 3600,
+        secs % 3600 / 60,
+        secs % 60,
+    );
     match (d, h, m) {
         (0, 0, 0) => format!("{s}s"),
         (0, 0, _) if s == 0 => format!("{m}m"),
@@ -51,7 +56,10 @@ mod tests {
         let c = parse_timestamp("2025-01-14T08:41:17Z").unwrap();
         let d = parse_timestamp("\"2025-01-14T08:41:38Z\"").unwrap();
         assert_eq!(d - c, 21);
-        assert_eq!(parse_timestamp("19:07:13").unwrap() - parse_timestamp("19:06:20").unwrap(), 53);
+        assert_eq!(
+            parse_timestamp("19:07:13").unwrap() - parse_timestamp("19:06:20").unwrap(),
+            53
+        );
         assert_eq!(parse_timestamp("garbage"), None);
         assert_eq!(human_duration(53), "53s");
         assert_eq!(human_duration(3 * 3600 + 60), "3h1m");

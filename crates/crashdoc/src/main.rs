@@ -11,7 +11,12 @@ use std::process::ExitCode;
 /// previous logs, events, spec) and names the cause, ranked, with the lines
 /// it rests on, the fix and the next commands. It never changes anything.
 #[derive(Parser)]
-#[command(name = "crashdoc", version, propagate_version = true, max_term_width = 100)]
+#[command(
+    name = "crashdoc",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -100,7 +105,11 @@ fn main() -> ExitCode {
 /// uv-style errors: `error:`, the causes, then a hint.
 fn report_error(e: &anyhow::Error) {
     let mut err = anstream::stderr();
-    let _ = writeln!(err, "{} {e}", owo_colors::OwoColorize::red(&"error:").to_string());
+    let _ = writeln!(
+        err,
+        "{} {e}",
+        owo_colors::OwoColorize::red(&"error:").to_string()
+    );
     for cause in e.chain().skip(1) {
         let _ = writeln!(err, "  Caused by: {cause}");
     }
@@ -115,7 +124,11 @@ fn report_error(e: &anyhow::Error) {
         })
     });
     if let Some(h) = hint {
-        let _ = writeln!(err, "{} {h}", owo_colors::OwoColorize::cyan(&"hint:").to_string());
+        let _ = writeln!(
+            err,
+            "{} {h}",
+            owo_colors::OwoColorize::cyan(&"hint:").to_string()
+        );
     }
 }
 
@@ -145,11 +158,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     if !r.signatures.is_empty() {
                         writeln!(out, "Log signatures:")?;
                         for s in r.signatures {
-                            writeln!(out, "  {:28} {}  (keywords: {})", s.id, s.meaning, s.keywords.join(" | "))?;
+                            writeln!(
+                                out,
+                                "  {:28} {}  (keywords: {})",
+                                s.id,
+                                s.meaning,
+                                s.keywords.join(" | ")
+                            )?;
                         }
                     }
                 }
-                None => writeln!(out, "unknown — the evidence supports no cause; the diagnosis lists what evidence is missing")?,
+                None => writeln!(
+                    out,
+                    "unknown — the evidence supports no cause; the diagnosis lists what evidence is missing"
+                )?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -165,7 +187,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for c in Cause::ALL {
                     writeln!(out, "{:24} {}", c.id(), c.title())?;
                 }
-                writeln!(out, "\n`crashdoc explain CAUSE` prints a rule's documentation.")?;
+                writeln!(
+                    out,
+                    "\n`crashdoc explain CAUSE` prints a rule's documentation."
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -180,7 +205,8 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         }
         ingest::read_paste(stdin.lock(), "stdin").context("cannot analyse standard input")?
     } else {
-        ingest::read_path(&a.path).with_context(|| format!("cannot analyse {}", a.path.display()))?
+        ingest::read_path(&a.path)
+            .with_context(|| format!("cannot analyse {}", a.path.display()))?
     };
     let report = diagnose::diagnose_all(&evidence);
     let mut out = anstream::stdout();
@@ -191,7 +217,10 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
             let color = match a.color {
                 ColorChoice::Always => true,
                 ColorChoice::Never => false,
-                ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                ColorChoice::Auto => {
+                    std::io::stdout().is_terminal()
+                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                }
             };
             let text = render::terminal(&report, render::Style { color, all: a.all });
             // anstream strips colour when stdout is not a terminal; `always` writes it raw.

@@ -58,14 +58,21 @@ pub struct Reference {
 }
 
 fn parse_manifest(root: &Path, text: &str) -> Result<Manifest, InputError> {
-    let m: Manifest = serde_json::from_str(text).map_err(|e| InputError::BadBundle(root.to_path_buf(), format!("manifest.json: {e}")))?;
+    let m: Manifest = serde_json::from_str(text)
+        .map_err(|e| InputError::BadBundle(root.to_path_buf(), format!("manifest.json: {e}")))?;
     if m.format != FORMAT {
-        return Err(InputError::BadBundle(root.to_path_buf(), format!("manifest format is `{}`, not `{FORMAT}`", m.format)));
+        return Err(InputError::BadBundle(
+            root.to_path_buf(),
+            format!("manifest format is `{}`, not `{FORMAT}`", m.format),
+        ));
     }
     if m.version > VERSION {
         return Err(InputError::BadBundle(
             root.to_path_buf(),
-            format!("bundle version {} is newer than this crashdoc reads ({VERSION}); upgrade crashdoc", m.version),
+            format!(
+                "bundle version {} is newer than this crashdoc reads ({VERSION}); upgrade crashdoc",
+                m.version
+            ),
         ));
     }
     Ok(m)
@@ -73,13 +80,18 @@ fn parse_manifest(root: &Path, text: &str) -> Result<Manifest, InputError> {
 
 /// Read a bundle folder.
 pub fn read_dir(root: &Path) -> Result<Evidence, InputError> {
-    let text = std::fs::read_to_string(root.join("manifest.json")).map_err(|source| InputError::Io { path: root.join("manifest.json"), source })?;
+    let text =
+        std::fs::read_to_string(root.join("manifest.json")).map_err(|source| InputError::Io {
+            path: root.join("manifest.json"),
+            source,
+        })?;
     let manifest = parse_manifest(root, &text)?;
     let mut ev = Evidence::default();
     for mp in &manifest.pods {
         let dir = root.join(&mp.path);
         if !dir.starts_with(root) || mp.path.contains("..") {
-            ev.notes.push(format!("skipped pod path {} outside the bundle", mp.path));
+            ev.notes
+                .push(format!("skipped pod path {} outside the bundle", mp.path));
             continue;
         }
         let mut parts = Parts::default();
@@ -104,7 +116,10 @@ fn push_pods(ev: &mut Evidence, parts: Parts, mp: &ManifestPod) {
 
 /// Read a bundle packed as `.tar.gz`, streaming each entry.
 pub fn read_tar_gz(path: &Path) -> Result<Evidence, InputError> {
-    let io = |source| InputError::Io { path: path.to_path_buf(), source };
+    let io = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let f = std::fs::File::open(path).map_err(io)?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(f));
     let mut manifest: Option<Manifest> = None;
@@ -114,7 +129,12 @@ pub fn read_tar_gz(path: &Path) -> Result<Evidence, InputError> {
         if !entry.header().entry_type().is_file() {
             continue;
         }
-        let p = entry.path().map_err(io)?.to_string_lossy().trim_start_matches("./").to_string();
+        let p = entry
+            .path()
+            .map_err(io)?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .to_string();
         // A single top-level folder wrapping the bundle is allowed.
         let (dir, name) = match p.rsplit_once('/') {
             Some((d, n)) => (d.to_string(), n.to_string()),
@@ -132,13 +152,24 @@ pub fn read_tar_gz(path: &Path) -> Result<Evidence, InputError> {
             parts.notes.push(format!("could not read {p}: {e}"));
         }
     }
-    let manifest = manifest.ok_or_else(|| InputError::BadBundle(path.to_path_buf(), "no manifest.json in the archive".into()))?;
+    let manifest = manifest.ok_or_else(|| {
+        InputError::BadBundle(path.to_path_buf(), "no manifest.json in the archive".into())
+    })?;
     let mut ev = Evidence::default();
     for mp in &manifest.pods {
-        let key = by_dir.keys().find(|k| k.as_str() == mp.path.trim_end_matches('/') || k.ends_with(&format!("/{}", mp.path.trim_end_matches('/')))).cloned();
+        let key = by_dir
+            .keys()
+            .find(|k| {
+                k.as_str() == mp.path.trim_end_matches('/')
+                    || k.ends_with(&format!("/{}", mp.path.trim_end_matches('/')))
+            })
+            .cloned();
         match key.and_then(|k| by_dir.remove(&k)) {
             Some(parts) => push_pods(&mut ev, parts, mp),
-            None => ev.notes.push(format!("manifest lists {}/{} but the archive has no files for it", mp.namespace, mp.name)),
+            None => ev.notes.push(format!(
+                "manifest lists {}/{} but the archive has no files for it",
+                mp.namespace, mp.name
+            )),
         }
     }
     Ok(ev)
@@ -156,16 +187,33 @@ pub fn read_meta(parts: &mut Parts, doc: &Doc) {
     match serde_json::from_str::<Vec<Reference>>(&doc.text) {
         Ok(refs) => {
             for (i, r) in refs.into_iter().enumerate() {
-                let kind = if r.kind == "Secret" { RefKind::Secret } else { RefKind::ConfigMap };
+                let kind = if r.kind == "Secret" {
+                    RefKind::Secret
+                } else {
+                    RefKind::ConfigMap
+                };
                 let text = match r.exists {
                     Some(false) => format!("{} {} does not exist", r.kind, r.name),
-                    _ => format!("{} {} keys: {}", r.kind, r.name, r.keys.keys().cloned().collect::<Vec<_>>().join(", ")),
+                    _ => format!(
+                        "{} {} keys: {}",
+                        r.kind,
+                        r.name,
+                        r.keys.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
                 };
                 let cite = Cite::new(SourceKind::Object, format!("{}[{i}]", doc.name), text);
                 if r.exists == Some(false) {
-                    parts.notes.push(format!("{} {} referenced by the pod does not exist", r.kind, r.name));
+                    parts.notes.push(format!(
+                        "{} {} referenced by the pod does not exist",
+                        r.kind, r.name
+                    ));
                 }
-                parts.config_objects.push(ConfigObject { kind, name: r.name, keys: r.keys.into_iter().collect(), cite });
+                parts.config_objects.push(ConfigObject {
+                    kind,
+                    name: r.name,
+                    keys: r.keys.into_iter().collect(),
+                    cite,
+                });
             }
         }
         Err(e) => parts.notes.push(format!("{}: {e}", doc.name)),

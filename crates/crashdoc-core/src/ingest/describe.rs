@@ -91,16 +91,24 @@ enum Sub {
     EnvFrom,
 }
 
-static KV: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^([A-Za-z][A-Za-z0-9 ._/-]*?):(?:\s+(.*?))?\s*$").expect("static regex"));
-static PROBE_PARAMS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"delay=(\d+)s\s+timeout=(\d+)s\s+period=(\d+)s\s+#success=(\d+)\s+#failure=(\d+)").expect("static regex")
+static KV: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^([A-Za-z][A-Za-z0-9 ._/-]*?):(?:\s+(.*?))?\s*$").expect("static regex")
 });
-static DNS_LABEL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$").expect("static regex"));
+static PROBE_PARAMS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"delay=(\d+)s\s+timeout=(\d+)s\s+period=(\d+)s\s+#success=(\d+)\s+#failure=(\d+)")
+        .expect("static regex")
+});
+static EVENT_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:\S+\s+)?(?:Normal|Warning)\s+[A-Z][A-Za-z]+\b").expect("static regex")
+});
+static DNS_LABEL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$").expect("static regex"));
 static ENV_REF: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"<set to the key '([^']+)' (?:of|in) (config map|secret) '([^']+)'>(?:\s+Optional:\s+(true|false))?").expect("static regex")
 });
-static MOUNT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(/\S*) from (\S+) \((ro|rw)(?:,[^)]*)?\)").expect("static regex"));
+static MOUNT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(/\S*) from (\S+) \((ro|rw)(?:,[^)]*)?\)").expect("static regex")
+});
 
 /// What a describe paste contributes to a pod.
 #[derive(Debug, Default)]
@@ -130,14 +138,17 @@ pub fn parse(doc: &Doc) -> Described {
         let loc = format!("{}:{}", doc.name, lineno);
         let cite = |source: SourceKind| Cite::new(source, loc.clone(), trimmed.to_string());
 
-        if section == Section::Events {
+        if section == Section::Events || EVENT_ROW.is_match(trimmed) {
             event_lines.push((idx, raw));
             continue;
         }
 
         let kv = KV.captures(trimmed);
         let (key, value) = match &kv {
-            Some(c) => (c[1].trim().to_ascii_lowercase(), c.get(2).map(|m| m.as_str().trim()).unwrap_or("")),
+            Some(c) => (
+                c[1].trim().to_ascii_lowercase(),
+                c.get(2).map(|m| m.as_str().trim()).unwrap_or(""),
+            ),
             None => (String::new(), ""),
         };
 
@@ -185,7 +196,8 @@ pub fn parse(doc: &Doc) -> Described {
         if is_pod_key && (indent == 0 || !matches!(section, Section::Containers(_))) {
             if key != "name" || !matches!(section, Section::Containers(_)) {
                 section = match key.as_str() {
-                    "conditions" | "qos class" | "node-selectors" | "tolerations" | "readiness gates" => Section::Other,
+                    "conditions" | "qos class" | "node-selectors" | "tolerations"
+                    | "readiness gates" => Section::Other,
                     _ => Section::Top,
                 };
             }
@@ -214,17 +226,33 @@ pub fn parse(doc: &Doc) -> Described {
                         continue;
                     }
                     Sub::Limits | Sub::Requests if !value.is_empty() => {
-                        let map = if sub == Sub::Limits { &mut c.limits } else { &mut c.requests };
-                        map.insert(key.clone(), Field::new(value.to_string(), cite(SourceKind::Spec)));
+                        let map = if sub == Sub::Limits {
+                            &mut c.limits
+                        } else {
+                            &mut c.requests
+                        };
+                        map.insert(
+                            key.clone(),
+                            Field::new(value.to_string(), cite(SourceKind::Spec)),
+                        );
                         continue;
                     }
                     Sub::Env => {
                         if let Some(kvc) = &kv {
                             let name = kvc[1].trim().to_string();
-                            let mut var = EnvVar { name, value: None, from: None, cite: cite(SourceKind::Spec) };
+                            let mut var = EnvVar {
+                                name,
+                                value: None,
+                                from: None,
+                                cite: cite(SourceKind::Spec),
+                            };
                             if let Some(r) = ENV_REF.captures(value) {
                                 var.from = Some(EnvSource {
-                                    kind: if &r[2] == "secret" { RefKind::Secret } else { RefKind::ConfigMap },
+                                    kind: if &r[2] == "secret" {
+                                        RefKind::Secret
+                                    } else {
+                                        RefKind::ConfigMap
+                                    },
                                     name: r[3].to_string(),
                                     key: Some(r[1].to_string()),
                                     optional: r.get(4).is_some_and(|m| m.as_str() == "true"),
@@ -262,7 +290,10 @@ pub fn parse(doc: &Doc) -> Described {
                 && value.is_empty()
                 && kv.is_some()
             {
-                let name = kv.as_ref().map(|c| c[1].trim().to_string()).unwrap_or_default();
+                let name = kv
+                    .as_ref()
+                    .map(|c| c[1].trim().to_string())
+                    .unwrap_or_default();
                 if DNS_LABEL.is_match(&name) {
                     let c = pod.container_mut_or_insert(&name);
                     c.kind = kind;
@@ -280,7 +311,11 @@ pub fn parse(doc: &Doc) -> Described {
             Some(i) => i,
             None => {
                 pod.container_mut_or_insert("");
-                let i = pod.containers.iter().position(|c| c.name.is_empty()).unwrap_or(0);
+                let i = pod
+                    .containers
+                    .iter()
+                    .position(|c| c.name.is_empty())
+                    .unwrap_or(0);
                 current = Some(i);
                 i
             }
@@ -289,7 +324,10 @@ pub fn parse(doc: &Doc) -> Described {
         let c = &mut pod.containers[i];
         let status_ref = |field: &str, last: bool| {
             let state = if last { "lastState" } else { "state" };
-            format!("status.containerStatuses[{}].{state}{field}", if c.name.is_empty() { "?" } else { &c.name })
+            format!(
+                "status.containerStatuses[{}].{state}{field}",
+                if c.name.is_empty() { "?" } else { &c.name }
+            )
         };
         match key.as_str() {
             "image" => c.image = Some(value.to_string()),
@@ -307,21 +345,37 @@ pub fn parse(doc: &Doc) -> Described {
             }
             "port" | "ports" => {
                 for p in value.split(',') {
-                    if let Some(n) = p.trim().split('/').next().and_then(|n| n.parse::<u16>().ok()) {
+                    if let Some(n) = p
+                        .trim()
+                        .split('/')
+                        .next()
+                        .and_then(|n| n.parse::<u16>().ok())
+                    {
                         c.ports.push(n);
                     }
                 }
             }
             "state" | "last state" => {
                 in_last_state = key == "last state";
-                let kind = match value.split_whitespace().next().unwrap_or("").to_ascii_lowercase().as_str() {
+                let kind = match value
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase()
+                    .as_str()
+                {
                     "waiting" => Some(StateKind::Waiting),
                     "running" => Some(StateKind::Running),
                     "terminated" => Some(StateKind::Terminated),
                     _ => None,
                 };
                 if let Some(kind) = kind {
-                    let r = Cite::new(SourceKind::Status, status_ref("", in_last_state), trimmed.to_string()).at(loc.clone());
+                    let r = Cite::new(
+                        SourceKind::Status,
+                        status_ref("", in_last_state),
+                        trimmed.to_string(),
+                    )
+                    .at(loc.clone());
                     let st = ContainerState::new(kind, r);
                     if in_last_state {
                         c.last_state = Some(st);
@@ -331,15 +385,27 @@ pub fn parse(doc: &Doc) -> Described {
                 }
             }
             "reason" | "exit code" | "signal" | "message" | "started" | "finished" => {
-                let kind_name = if in_last_state { c.last_state.as_ref() } else { c.state.as_ref() }.map(|s| s.kind);
+                let kind_name = if in_last_state {
+                    c.last_state.as_ref()
+                } else {
+                    c.state.as_ref()
+                }
+                .map(|s| s.kind);
                 let field_path = match kind_name {
                     Some(StateKind::Waiting) => ".waiting",
                     Some(StateKind::Running) => ".running",
                     _ => ".terminated",
                 };
-                let target = if in_last_state { &mut c.last_state } else { &mut c.state };
+                let target = if in_last_state {
+                    &mut c.last_state
+                } else {
+                    &mut c.state
+                };
                 let st = target.get_or_insert_with(|| {
-                    ContainerState::new(StateKind::Terminated, Cite::new(SourceKind::Status, "?", trimmed.to_string()))
+                    ContainerState::new(
+                        StateKind::Terminated,
+                        Cite::new(SourceKind::Status, "?", trimmed.to_string()),
+                    )
                 });
                 let f = match key.as_str() {
                     "reason" => ".reason",
@@ -374,12 +440,21 @@ pub fn parse(doc: &Doc) -> Described {
             "restart count" => {
                 if let Ok(n) = value.parse() {
                     let path = format!("status.containerStatuses[{}].restartCount", c.name);
-                    c.restart_count = Some(Field::new(n, Cite::new(SourceKind::Status, path, trimmed.to_string()).at(loc.clone())));
+                    c.restart_count = Some(Field::new(
+                        n,
+                        Cite::new(SourceKind::Status, path, trimmed.to_string()).at(loc.clone()),
+                    ));
                 }
             }
             "limits" => sub = Sub::Limits,
             "requests" => sub = Sub::Requests,
-            "environment" => sub = if value.is_empty() { Sub::Env } else { Sub::None },
+            "environment" => {
+                sub = if value.is_empty() {
+                    Sub::Env
+                } else {
+                    Sub::None
+                }
+            }
             "environment variables from" => sub = Sub::EnvFrom,
             "mounts" => sub = Sub::Mounts,
             "restart policy" => {
@@ -394,8 +469,16 @@ pub fn parse(doc: &Doc) -> Described {
                     _ => ProbeKind::Startup,
                 };
                 let path = format!("spec.containers[{}].{}", c.name, kind.field());
-                let mut p = Probe::new(kind, Cite::new(SourceKind::Spec, path, trimmed.to_string()).at(loc.clone()));
-                p.handler = value.split(" delay=").next().unwrap_or("").trim().to_string();
+                let mut p = Probe::new(
+                    kind,
+                    Cite::new(SourceKind::Spec, path, trimmed.to_string()).at(loc.clone()),
+                );
+                p.handler = value
+                    .split(" delay=")
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
                 apply_probe_params(&mut p, value);
                 c.probes.retain(|x| x.kind != kind);
                 c.probes.push(p);
@@ -405,10 +488,12 @@ pub fn parse(doc: &Doc) -> Described {
         }
     }
 
-    if !event_lines.is_empty() {
-        let text: Vec<&str> = event_lines.iter().map(|(_, l)| *l).collect();
-        let first = event_lines[0].0 as u64;
-        let sub_doc = Doc { name: doc.name.clone(), text: text.join("\n"), line_offset: doc.line_offset + first };
+    for (idx, raw) in event_lines {
+        let sub_doc = Doc {
+            name: doc.name.clone(),
+            text: raw.to_string(),
+            line_offset: doc.line_offset + idx as u64,
+        };
         pod.events.extend(parse_event_lines(&sub_doc));
     }
     out
@@ -438,20 +523,36 @@ fn top_level(pod: &mut Pod, key: &str, value: &str, cite: Cite) {
         "namespace" => pod.namespace = Some(v),
         "node" => pod.node_name = Some(v.split('/').next().unwrap_or("").to_string()),
         "status" => {
-            let c = Cite { reference: "status.phase".into(), location: Some(cite.reference.clone()), ..cite };
+            let c = Cite {
+                reference: "status.phase".into(),
+                location: Some(cite.reference.clone()),
+                ..cite
+            };
             pod.phase = Some(Field::new(v, c));
         }
         "reason" => {
-            let c = Cite { reference: "status.reason".into(), location: Some(cite.reference.clone()), ..cite };
+            let c = Cite {
+                reference: "status.reason".into(),
+                location: Some(cite.reference.clone()),
+                ..cite
+            };
             pod.reason = Some(Field::new(v, c));
         }
         "message" => {
-            let c = Cite { reference: "status.message".into(), location: Some(cite.reference.clone()), ..cite };
+            let c = Cite {
+                reference: "status.message".into(),
+                location: Some(cite.reference.clone()),
+                ..cite
+            };
             pod.message = Some(Field::new(v, c));
         }
         "controlled by" => {
             if let Some((kind, name)) = value.split_once('/') {
-                pod.owner = Some(Owner { kind: kind.to_string(), name: name.to_string(), observed: true });
+                pod.owner = Some(Owner {
+                    kind: kind.to_string(),
+                    name: name.to_string(),
+                    observed: true,
+                });
             }
         }
         _ => {}
@@ -463,7 +564,11 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Doc {
-        Doc { name: "describe-pod.txt".into(), text: text.into(), line_offset: 0 }
+        Doc {
+            name: "describe-pod.txt".into(),
+            text: text.into(),
+            line_offset: 0,
+        }
     }
 
     const FULL: &str = "Name:         vllm-7d9f-abcde
@@ -530,13 +635,22 @@ Events:
         assert!(t.reason_is("OOMKilled"));
         assert_eq!(t.exit(), Some(137));
         assert_eq!(t.run_seconds(), Some(190));
-        assert_eq!(t.reason.as_ref().unwrap().cite.reference, "status.containerStatuses[vllm].lastState.terminated.reason");
-        assert_eq!(t.reason.as_ref().unwrap().cite.location.as_deref(), Some("describe-pod.txt:23"));
+        assert_eq!(
+            t.reason.as_ref().unwrap().cite.reference,
+            "status.containerStatuses[vllm].lastState.terminated.reason"
+        );
+        assert_eq!(
+            t.reason.as_ref().unwrap().cite.location.as_deref(),
+            Some("describe-pod.txt:23")
+        );
         assert_eq!(c.restarts(), 4);
         assert_eq!(c.limits["memory"].value, "16Gi");
         assert_eq!(c.args, vec!["--model", "/models/llama"]);
         let probe = c.probe(ProbeKind::Liveness).unwrap();
-        assert_eq!((probe.initial_delay, probe.period, probe.failure), (30, 10, 3));
+        assert_eq!(
+            (probe.initial_delay, probe.period, probe.failure),
+            (30, 10, 3)
+        );
         assert_eq!(c.env.len(), 2);
         assert_eq!(c.env[0].from.as_ref().unwrap().name, "hf");
         assert_eq!(c.mounts[0].path, "/models");
@@ -548,7 +662,11 @@ Events:
 
     #[test]
     fn mangled_indentation_still_parses() {
-        let flat: String = FULL.lines().map(|l| l.trim_start()).collect::<Vec<_>>().join("\n");
+        let flat: String = FULL
+            .lines()
+            .map(|l| l.trim_start())
+            .collect::<Vec<_>>()
+            .join("\n");
         let p = parse(&doc(&flat)).pod;
         let c = p.container("vllm").unwrap();
         assert!(c.last_termination().unwrap().reason_is("OOMKilled"));
@@ -561,7 +679,10 @@ Events:
         let p = parse(&doc("    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")).pod;
         assert_eq!(p.containers.len(), 1);
         assert_eq!(p.containers[0].name, "");
-        assert_eq!(p.containers[0].last_termination().unwrap().exit(), Some(137));
+        assert_eq!(
+            p.containers[0].last_termination().unwrap().exit(),
+            Some(137)
+        );
     }
 
     #[test]

@@ -13,7 +13,10 @@ pub fn is_dump(path: &Path) -> bool {
         return true;
     }
     std::fs::read_dir(path)
-        .map(|rd| rd.filter_map(Result::ok).any(|e| e.path().join("pods.json").is_file()))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .any(|e| e.path().join("pods.json").is_file())
+        })
         .unwrap_or(false)
 }
 
@@ -26,10 +29,22 @@ fn read_json(path: &Path) -> Option<(String, Value)> {
 /// Read every unhealthy pod of a dump.
 pub fn read(root: &Path) -> Result<Evidence, InputError> {
     let mut ev = Evidence::default();
-    let nodes_doc = std::fs::read_to_string(root.join("nodes.json")).ok().map(|text| Doc { name: "nodes.json".into(), text, line_offset: 0 });
-    let nodes = nodes_doc.as_ref().map(|d| objects::parse(d).nodes).unwrap_or_default();
+    let nodes_doc = std::fs::read_to_string(root.join("nodes.json"))
+        .ok()
+        .map(|text| Doc {
+            name: "nodes.json".into(),
+            text,
+            line_offset: 0,
+        });
+    let nodes = nodes_doc
+        .as_ref()
+        .map(|d| objects::parse(d).nodes)
+        .unwrap_or_default();
     let mut namespaces: Vec<_> = std::fs::read_dir(root)
-        .map_err(|source| InputError::Io { path: root.to_path_buf(), source })?
+        .map_err(|source| InputError::Io {
+            path: root.to_path_buf(),
+            source,
+        })?
         .filter_map(Result::ok)
         .filter(|e| e.path().join("pods.json").is_file())
         .collect();
@@ -38,14 +53,26 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
         let dir = ns.path();
         let ns_name = ns.file_name().to_string_lossy().into_owned();
         let Some((pods_text, _)) = read_json(&dir.join("pods.json")) else {
-            ev.notes.push(format!("{ns_name}/pods.json could not be read"));
+            ev.notes
+                .push(format!("{ns_name}/pods.json could not be read"));
             continue;
         };
-        let pods_doc = Doc { name: format!("{ns_name}/pods.json"), text: pods_text, line_offset: 0 };
+        let pods_doc = Doc {
+            name: format!("{ns_name}/pods.json"),
+            text: pods_text,
+            line_offset: 0,
+        };
         let pods = objects::parse(&pods_doc).pods;
         let events = std::fs::read_to_string(dir.join("events.json"))
             .ok()
-            .map(|text| objects::parse(&Doc { name: format!("{ns_name}/events.json"), text, line_offset: 0 }).events)
+            .map(|text| {
+                objects::parse(&Doc {
+                    name: format!("{ns_name}/events.json"),
+                    text,
+                    line_offset: 0,
+                })
+                .events
+            })
             .unwrap_or_default();
         // ReplicaSet -> Deployment, for the owner chain.
         let rs_owner: Vec<(String, String)> = read_json(&dir.join("replicasets.json"))
@@ -54,7 +81,10 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
             .iter()
             .filter_map(|rs| {
                 let name = rs.pointer("/metadata/name")?.as_str()?.to_string();
-                let dep = rs.pointer("/metadata/ownerReferences/0/name")?.as_str()?.to_string();
+                let dep = rs
+                    .pointer("/metadata/ownerReferences/0/name")?
+                    .as_str()?
+                    .to_string();
                 Some((name, dep))
             })
             .collect();
@@ -68,10 +98,22 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
                 && o.kind == "ReplicaSet"
                 && let Some((_, dep)) = rs_owner.iter().find(|(rs, _)| *rs == o.name)
             {
-                *o = Owner { kind: "Deployment".into(), name: dep.clone(), observed: true };
+                *o = Owner {
+                    kind: "Deployment".into(),
+                    name: dep.clone(),
+                    observed: true,
+                };
             }
             let mut parts = Parts::default();
-            parts.events = events.iter().filter(|e| e.object.as_deref().is_some_and(|o| o.starts_with(&format!("pod/{name}")))).cloned().collect();
+            parts.events = events
+                .iter()
+                .filter(|e| {
+                    e.object
+                        .as_deref()
+                        .is_some_and(|o| o.starts_with(&format!("pod/{name}")))
+                })
+                .cloned()
+                .collect();
             let log_path = dir.join(&name).join("logs.txt");
             if let Ok(f) = std::fs::File::open(&log_path) {
                 let file = format!("{ns_name}/{name}/logs.txt");
@@ -87,7 +129,10 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
             pod.events.extend(p.events.drain(..));
             pod.logs.extend(p.logs.drain(..));
             pod.sources.extend(p.sources.drain(..));
-            pod.node = pod.node_name.as_ref().and_then(|n| nodes.iter().find(|x| &x.name == n).cloned());
+            pod.node = pod
+                .node_name
+                .as_ref()
+                .and_then(|n| nodes.iter().find(|x| &x.name == n).cloned());
             ev.pods.push(pod);
         }
     }
@@ -103,6 +148,10 @@ pub fn unhealthy(p: &Pod) -> bool {
     if p.phase_is("Succeeded") {
         return false;
     }
-    let all_fine = p.phase_is("Running") && p.containers.iter().filter(|c| c.kind != ContainerKind::Init).all(|c| c.ready == Some(true) && c.restarts() == 0);
+    let all_fine = p.phase_is("Running")
+        && p.containers
+            .iter()
+            .filter(|c| c.kind != ContainerKind::Init)
+            .all(|c| c.ready == Some(true) && c.restarts() == 0);
     !all_fine
 }

@@ -34,7 +34,10 @@ pub enum FileKind {
     GetPods,
     /// Kubernetes objects in YAML or JSON (pod, events, workloads, ...).
     Objects,
-    Logs { kind: LogKind, container: Option<String> },
+    Logs {
+        kind: LogKind,
+        container: Option<String>,
+    },
     Events,
     Node,
     Pvc,
@@ -87,23 +90,35 @@ pub fn kind_of_file(name: &str) -> Option<FileKind> {
     let log = |prefix: &str, kind: LogKind| -> Option<FileKind> {
         let rest = n.strip_prefix(prefix)?;
         if rest == ".txt" || rest == ".log" {
-            return Some(FileKind::Logs { kind, container: None });
+            return Some(FileKind::Logs {
+                kind,
+                container: None,
+            });
         }
-        let c = rest.strip_prefix('.')?.strip_suffix(".txt").or_else(|| rest.strip_prefix('.')?.strip_suffix(".log"))?;
+        let c = rest
+            .strip_prefix('.')?
+            .strip_suffix(".txt")
+            .or_else(|| rest.strip_prefix('.')?.strip_suffix(".log"))?;
         // Keep the container name as written in the file name.
         let start = prefix.len() + 1;
-        Some(FileKind::Logs { kind, container: Some(name[start..start + c.len()].to_string()) })
+        Some(FileKind::Logs {
+            kind,
+            container: Some(name[start..start + c.len()].to_string()),
+        })
     };
-    if let Some(k) = log("logs-previous", LogKind::Previous).or_else(|| log("logs", LogKind::Current)) {
+    if let Some(k) =
+        log("logs-previous", LogKind::Previous).or_else(|| log("logs", LogKind::Current))
+    {
         return Some(k);
     }
     Some(match n.as_str() {
         "describe-pod.txt" | "describe.txt" => FileKind::Describe,
         "get-pods.txt" | "pods.txt" => FileKind::GetPods,
-        "pod.yaml" | "pod.yml" | "pod.json" | "deployment.yaml" | "deployment.json" | "replicaset.yaml"
-        | "replicaset.json" | "statefulset.yaml" | "statefulset.json" | "daemonset.yaml" | "daemonset.json"
-        | "job.yaml" | "job.json" | "configmap.yaml" | "configmap.json" | "secret.yaml" | "secret.json"
-        | "node.yaml" | "node.json" | "pvc.yaml" | "pvc.json" | "events.json" | "events.yaml" | "owner.json" => {
+        "pod.yaml" | "pod.yml" | "pod.json" | "deployment.yaml" | "deployment.json"
+        | "replicaset.yaml" | "replicaset.json" | "statefulset.yaml" | "statefulset.json"
+        | "daemonset.yaml" | "daemonset.json" | "job.yaml" | "job.json" | "configmap.yaml"
+        | "configmap.json" | "secret.yaml" | "secret.json" | "node.yaml" | "node.json"
+        | "pvc.yaml" | "pvc.json" | "events.json" | "events.yaml" | "owner.json" => {
             FileKind::Objects
         }
         "events.txt" => FileKind::Events,
@@ -136,7 +151,9 @@ pub struct Parts {
 impl Parts {
     fn is_empty(&self) -> bool {
         self.described.is_empty()
-            && self.objects.iter().all(|o| o.pods.is_empty() && o.events.is_empty() && o.template_containers.is_empty())
+            && self.objects.iter().all(|o| {
+                o.pods.is_empty() && o.events.is_empty() && o.template_containers.is_empty()
+            })
             && self.rows.is_empty()
             && self.events.is_empty()
             && self.logs.is_empty()
@@ -144,8 +161,59 @@ impl Parts {
             && self.config_objects.is_empty()
     }
 
-    /// Add a document of a known kind.
+    fn count(&self) -> usize {
+        self.described
+            .iter()
+            .map(|d| {
+                d.pod.containers.len()
+                    + d.pod.events.len()
+                    + usize::from(d.pod.name.is_some() || d.pod.phase.is_some())
+            })
+            .sum::<usize>()
+            + self
+                .objects
+                .iter()
+                .map(|o| {
+                    o.pods.len()
+                        + o.events.len()
+                        + o.template_containers.len()
+                        + o.pvcs.len()
+                        + o.config_objects.len()
+                        + o.nodes.len()
+                })
+                .sum::<usize>()
+            + self.rows.len()
+            + self.events.len()
+            + self.logs.len()
+            + self.pvcs.len()
+            + self.config_objects.len()
+            + self.usage.len()
+    }
+
+    /// Add a document of a known kind. A structured file that yields
+    /// nothing (a paste in an unexpected layout) is scanned like a log, so
+    /// its text is never lost.
     pub fn add_doc(&mut self, kind: FileKind, doc: Doc) {
+        let structured = !matches!(
+            kind,
+            FileKind::Logs { .. } | FileKind::Other | FileKind::BundleMeta | FileKind::Node
+        );
+        let before = self.count();
+        let name = doc.name.clone();
+        let fallback = structured.then(|| doc.clone());
+        self.add_doc_inner(kind, doc);
+        if let Some(doc) = fallback
+            && self.count() == before
+            && !doc.text.trim().is_empty()
+        {
+            self.notes.push(format!(
+                "{name}: not in the expected layout; scanned as text"
+            ));
+            self.scan_doc(&doc, LogKind::Other, None);
+        }
+    }
+
+    fn add_doc_inner(&mut self, kind: FileKind, doc: Doc) {
         match kind {
             FileKind::Describe => self.described.push(describe::parse(&doc)),
             FileKind::GetPods => {
@@ -160,7 +228,9 @@ impl Parts {
                 self.objects.push(o);
             }
             FileKind::Events => {
-                let (tree, _) = if doc.text.trim_start().starts_with(['{', '[']) || doc.text.contains("kind: Event") {
+                let (tree, _) = if doc.text.trim_start().starts_with(['{', '['])
+                    || doc.text.contains("kind: Event")
+                {
                     objects::parse_tree(&doc.text)
                 } else {
                     (None, None)
@@ -175,7 +245,9 @@ impl Parts {
                 self.pvcs.extend(tables::parse_pvcs(&doc));
                 self.events.extend(tables::parse_event_lines(&doc));
             }
-            FileKind::DescribeData => self.config_objects.extend(tables::parse_describe_data(&doc)),
+            FileKind::DescribeData => self
+                .config_objects
+                .extend(tables::parse_describe_data(&doc)),
             FileKind::Node => {
                 // `describe node` text: conditions and allocatable are scanned like a log for now.
                 self.scan_doc(&doc, LogKind::Other, None);
@@ -183,11 +255,24 @@ impl Parts {
             FileKind::Top => self.usage.extend(parse_top(&doc)),
             FileKind::Logs { kind, container } => self.scan_doc(&doc, kind, container),
             FileKind::Other => {
-                for s in paste::split(&doc.name, &doc.text, FileKind::Logs { kind: LogKind::Other, container: None }) {
+                for s in paste::split(
+                    &doc.name,
+                    &doc.text,
+                    FileKind::Logs {
+                        kind: LogKind::Other,
+                        container: None,
+                    },
+                ) {
                     let k = match s.kind {
-                        FileKind::Other => FileKind::Logs { kind: LogKind::Other, container: None },
+                        FileKind::Other => FileKind::Logs {
+                            kind: LogKind::Other,
+                            container: None,
+                        },
                         // A `kubectl logs` inside other.txt is evidence, but of unknown run.
-                        FileKind::Logs { container, .. } => FileKind::Logs { kind: LogKind::Other, container },
+                        FileKind::Logs { container, .. } => FileKind::Logs {
+                            kind: LogKind::Other,
+                            container,
+                        },
                         k => k,
                     };
                     self.add_doc(k, s.doc);
@@ -207,7 +292,9 @@ impl Parts {
     /// are read into memory up to [`MAX_TEXT_FILE`].
     pub fn add_file<R: Read>(&mut self, name: &str, size: u64, reader: R) -> std::io::Result<()> {
         let Some(kind) = kind_of_file(name) else {
-            self.notes.push(format!("ignored {name}: not a file name crashdoc reads (see `crashdoc analyze --help`)"));
+            self.notes.push(format!(
+                "ignored {name}: not a file name crashdoc reads (see `crashdoc analyze --help`)"
+            ));
             return Ok(());
         };
         self.sources.push(name.to_string());
@@ -223,7 +310,9 @@ impl Parts {
             return Ok(());
         }
         if size > MAX_TEXT_FILE {
-            self.notes.push(format!("skipped {name}: {size} bytes is more than a kubectl output should be"));
+            self.notes.push(format!(
+                "skipped {name}: {size} bytes is more than a kubectl output should be"
+            ));
             return Ok(());
         }
         let mut bytes = Vec::with_capacity(size as usize);
@@ -233,7 +322,14 @@ impl Parts {
             return Ok(());
         }
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        self.add_doc(kind, Doc { name: name.to_string(), text, line_offset: 0 });
+        self.add_doc(
+            kind,
+            Doc {
+                name: name.to_string(),
+                text,
+                line_offset: 0,
+            },
+        );
         Ok(())
     }
 }
@@ -254,13 +350,26 @@ fn parse_top(doc: &Doc) -> Vec<Usage> {
     let mut out = Vec::new();
     for (i, l) in doc.text.lines().enumerate() {
         let w: Vec<&str> = l.split_whitespace().collect();
-        if w.len() >= 3 && w[0] != "POD" && w[0] != "NAME" && w.last().is_some_and(|m| m.ends_with("Mi") || m.ends_with("Gi") || m.ends_with("Ki")) {
-            let (container, cpu, mem) = if w.len() >= 4 { (Some(w[1].to_string()), w[2], w[3]) } else { (None, w[1], w[2]) };
+        if w.len() >= 3
+            && w[0] != "POD"
+            && w[0] != "NAME"
+            && w.last()
+                .is_some_and(|m| m.ends_with("Mi") || m.ends_with("Gi") || m.ends_with("Ki"))
+        {
+            let (container, cpu, mem) = if w.len() >= 4 {
+                (Some(w[1].to_string()), w[2], w[3])
+            } else {
+                (None, w[1], w[2])
+            };
             out.push(Usage {
                 container,
                 cpu: Some(cpu.to_string()),
                 memory: Some(mem.to_string()),
-                cite: Cite::new(SourceKind::Status, format!("{}:{}", doc.name, doc.line_offset + i as u64 + 1), l.trim().to_string()),
+                cite: Cite::new(
+                    SourceKind::Status,
+                    format!("{}:{}", doc.name, doc.line_offset + i as u64 + 1),
+                    l.trim().to_string(),
+                ),
             });
         }
     }
@@ -270,7 +379,10 @@ fn parse_top(doc: &Doc) -> Vec<Usage> {
 /// Read any supported input at `path`: a folder, a dump tree, a bundle
 /// folder or `.tar.gz`, or a single file (read like a paste).
 pub fn read_path(path: &Path) -> Result<Evidence, InputError> {
-    let io = |source| InputError::Io { path: path.to_path_buf(), source };
+    let io = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let meta = std::fs::metadata(path).map_err(io)?;
     if meta.is_dir() {
         if path.join("manifest.json").is_file() {
@@ -283,11 +395,17 @@ pub fn read_path(path: &Path) -> Result<Evidence, InputError> {
         read_folder_into(path, &mut parts)?;
         if parts.is_empty() {
             let ignored = parts.notes.clone();
-            return Err(InputError::NothingUsable { path: path.to_path_buf(), ignored });
+            return Err(InputError::NothingUsable {
+                path: path.to_path_buf(),
+                ignored,
+            });
         }
         return Ok(assemble(parts));
     }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
         return bundle::read_tar_gz(path);
     }
@@ -302,8 +420,14 @@ pub fn read_path(path: &Path) -> Result<Evidence, InputError> {
 
 /// Read every known file of a pod folder.
 pub fn read_folder_into(path: &Path, parts: &mut Parts) -> Result<(), InputError> {
-    let io = |source| InputError::Io { path: path.to_path_buf(), source };
-    let mut entries: Vec<_> = std::fs::read_dir(path).map_err(io)?.filter_map(Result::ok).collect();
+    let io = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .map_err(io)?
+        .filter_map(Result::ok)
+        .collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let p = e.path();
@@ -333,7 +457,10 @@ pub fn read_paste<R: Read>(reader: R, name: &str) -> Result<Evidence, InputError
     reader
         .take(MAX_PASTE)
         .read_to_end(&mut bytes)
-        .map_err(|source| InputError::Io { path: PathBuf::from(name), source })?;
+        .map_err(|source| InputError::Io {
+            path: PathBuf::from(name),
+            source,
+        })?;
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(InputError::Empty);
     }
@@ -343,14 +470,27 @@ pub fn read_paste<R: Read>(reader: R, name: &str) -> Result<Evidence, InputError
     let text = String::from_utf8_lossy(&bytes);
     let mut parts = Parts::default();
     if bytes.len() as u64 >= MAX_PASTE {
-        parts.notes.push(format!("{name}: only the first {} MiB were read", MAX_PASTE >> 20));
+        parts.notes.push(format!(
+            "{name}: only the first {} MiB were read",
+            MAX_PASTE >> 20
+        ));
     }
     parts.sources.push(name.to_string());
-    for s in paste::split(name, &text, FileKind::Logs { kind: LogKind::Current, container: None }) {
+    for s in paste::split(
+        name,
+        &text,
+        FileKind::Logs {
+            kind: LogKind::Current,
+            container: None,
+        },
+    ) {
         parts.add_doc(s.kind, s.doc);
     }
     if parts.is_empty() {
-        return Err(InputError::NothingUsable { path: PathBuf::from(name), ignored: vec![] });
+        return Err(InputError::NothingUsable {
+            path: PathBuf::from(name),
+            ignored: vec![],
+        });
     }
     Ok(assemble(parts))
 }
@@ -383,7 +523,10 @@ pub fn assemble(mut parts: Parts) -> Evidence {
     }
     for p in incoming {
         match p.name.clone() {
-            Some(n) => match named.iter_mut().find(|x| x.name.as_deref() == Some(n.as_str())) {
+            Some(n) => match named
+                .iter_mut()
+                .find(|x| x.name.as_deref() == Some(n.as_str()))
+            {
                 Some(x) => merge_pod(x, p),
                 None => named.push(p),
             },
@@ -393,11 +536,19 @@ pub fn assemble(mut parts: Parts) -> Evidence {
 
     // 2. Which pods: named ones, else the unhealthy rows of `get pods`.
     let rows = std::mem::take(&mut parts.rows);
-    let hints: Vec<String> = parts.logs.iter().filter_map(|l| l.pod_hint.clone()).collect();
+    let hints: Vec<String> = parts
+        .logs
+        .iter()
+        .filter_map(|l| l.pod_hint.clone())
+        .collect();
     let mut pods: Vec<Pod> = Vec::new();
     if named.is_empty() {
         let unhealthy: Vec<&tables::PodRow> = rows.iter().filter(|r| r.unhealthy()).collect();
-        let hinted: Vec<&tables::PodRow> = unhealthy.iter().copied().filter(|r| hints.contains(&r.name)).collect();
+        let hinted: Vec<&tables::PodRow> = unhealthy
+            .iter()
+            .copied()
+            .filter(|r| hints.contains(&r.name))
+            .collect();
         let chosen: Vec<&tables::PodRow> = if !hinted.is_empty() {
             hinted
         } else if !unhealthy.is_empty() {
@@ -430,22 +581,43 @@ pub fn assemble(mut parts: Parts) -> Evidence {
             pods.push(p);
         }
     }
-    let others = rows.iter().filter(|r| !pods.iter().any(|p| p.name.as_deref() == Some(r.name.as_str())) && r.unhealthy()).count();
+    let others = rows
+        .iter()
+        .filter(|r| {
+            !pods
+                .iter()
+                .any(|p| p.name.as_deref() == Some(r.name.as_str()))
+                && r.unhealthy()
+        })
+        .count();
     if others > 0 && !pods.is_empty() {
-        notes.push(format!("{others} other unhealthy pod(s) in the listing were not analysed"));
+        notes.push(format!(
+            "{others} other unhealthy pod(s) in the listing were not analysed"
+        ));
     }
 
     let n_pods = pods.len();
     for pod in &mut pods {
-        if let Some(r) = rows.iter().find(|r| Some(r.name.as_str()) == pod.name.as_deref()) {
-            let c = Cite { reference: format!("{} STATUS", r.cite.reference), ..r.cite.clone() };
+        if let Some(r) = rows
+            .iter()
+            .find(|r| Some(r.name.as_str()) == pod.name.as_deref())
+        {
+            let c = Cite {
+                reference: format!("{} STATUS", r.cite.reference),
+                ..r.cite.clone()
+            };
             pod.listed_status = Some(Field::new(r.status.clone(), c));
             pod.listed_restarts = r.restarts;
         }
         // Events: those about this pod, or about no pod in particular.
         for e in &events {
+            // Events of a sibling pod of the same workload (an earlier
+            // ReplicaSet's pod) are kept: siblings fail for the same reason.
             let about_other_pod = match (&e.object, &pod.name) {
-                (Some(o), Some(n)) => o.starts_with("pod/") && !o[4..].starts_with(n.as_str()),
+                (Some(o), Some(n)) => o.strip_prefix("pod/").is_some_and(|other| {
+                    let other = other.split_whitespace().next().unwrap_or(other);
+                    other != n && !same_workload(other, n)
+                }),
                 _ => false,
             };
             if !about_other_pod && !pod.events.contains(e) {
@@ -454,10 +626,23 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         }
         for t in &templates {
             let tc = t.clone();
-            let single = pod.containers.iter().filter(|c| c.kind == ContainerKind::Main).count() <= 1
-                && templates.iter().filter(|x| x.kind == ContainerKind::Main).count() == 1;
-            let all_unnamed = !pod.containers.is_empty() && pod.containers.iter().all(|c| c.name.is_empty());
-            let found = pod.containers.iter().position(|c| c.name == tc.name || (single && (c.name.is_empty() || tc.name.is_empty()) && c.kind == tc.kind));
+            let single = pod
+                .containers
+                .iter()
+                .filter(|c| c.kind == ContainerKind::Main)
+                .count()
+                <= 1
+                && templates
+                    .iter()
+                    .filter(|x| x.kind == ContainerKind::Main)
+                    .count()
+                    == 1;
+            let all_unnamed =
+                !pod.containers.is_empty() && pod.containers.iter().all(|c| c.name.is_empty());
+            let found = pod.containers.iter().position(|c| {
+                c.name == tc.name
+                    || (single && (c.name.is_empty() || tc.name.is_empty()) && c.kind == tc.kind)
+            });
             match found.or(if all_unnamed { Some(0) } else { None }) {
                 Some(i) => {
                     let c = &mut pod.containers[i];
@@ -470,7 +655,11 @@ pub fn assemble(mut parts: Parts) -> Evidence {
             }
         }
         if pod.owner.is_none() {
-            pod.owner = owners.iter().find(|o| o.kind != "ReplicaSet").or(owners.first()).cloned();
+            pod.owner = owners
+                .iter()
+                .find(|o| o.kind != "ReplicaSet")
+                .or(owners.first())
+                .cloned();
         }
         if pod.owner.is_none()
             && let Some(n) = &pod.name
@@ -483,7 +672,12 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         pod.usage.extend(parts.usage.iter().cloned());
         for l in &parts.logs {
             let mut l = l.clone();
-            if l.pod_hint.as_ref().is_some_and(|h| Some(h) != pod.name.as_ref()) && l.kind != LogKind::Other && n_pods == 1 {
+            if l.pod_hint
+                .as_ref()
+                .is_some_and(|h| Some(h) != pod.name.as_ref())
+                && l.kind != LogKind::Other
+                && n_pods == 1
+            {
                 // `kubectl logs OTHER` pasted in a file of this pod: keep, as another pod's log.
                 l.kind = LogKind::Other;
             }
@@ -493,8 +687,16 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         pod.sources.extend(parts.sources.iter().cloned());
         pod.notes.extend(notes.iter().cloned());
     }
-    let collector_missing = parts.missing.into_iter().map(|m| (String::new(), m)).collect();
-    Evidence { pods, notes, collector_missing }
+    let collector_missing = parts
+        .missing
+        .into_iter()
+        .map(|m| (String::new(), m))
+        .collect();
+    Evidence {
+        pods,
+        notes,
+        collector_missing,
+    }
 }
 
 fn merge_pod(into: &mut Pod, from: Pod) {
@@ -518,15 +720,29 @@ fn merge_pod(into: &mut Pod, from: Pod) {
 
 /// A log file named for a container gives an unnamed container its name.
 fn name_anonymous_containers(pod: &mut Pod) {
-    let log_containers: Vec<String> = pod.logs.iter().filter_map(|l| l.container.clone()).collect();
+    let log_containers: Vec<String> = pod
+        .logs
+        .iter()
+        .filter_map(|l| l.container.clone())
+        .collect();
     if let Some(i) = pod.containers.iter().position(|c| c.name.is_empty()) {
-        let named: Vec<&str> = pod.containers.iter().filter(|c| !c.name.is_empty()).map(|c| c.name.as_str()).collect();
+        let named: Vec<&str> = pod
+            .containers
+            .iter()
+            .filter(|c| !c.name.is_empty())
+            .map(|c| c.name.as_str())
+            .collect();
         if named.is_empty() && log_containers.len() == 1 {
             pod.containers[i].name = log_containers[0].clone();
         }
     }
     // Logs without a container name belong to the only container.
-    let mains: Vec<String> = pod.containers.iter().filter(|c| !c.name.is_empty()).map(|c| c.name.clone()).collect();
+    let mains: Vec<String> = pod
+        .containers
+        .iter()
+        .filter(|c| !c.name.is_empty())
+        .map(|c| c.name.clone())
+        .collect();
     if mains.len() == 1 {
         for l in &mut pod.logs {
             if l.container.is_none() && l.kind != LogKind::Other {
@@ -536,15 +752,35 @@ fn name_anonymous_containers(pod: &mut Pod) {
     }
 }
 
+/// Whether two pod names belong to the same inferred workload.
+fn same_workload(a: &str, b: &str) -> bool {
+    match (infer_owner(a), infer_owner(b)) {
+        (Some(x), Some(y)) => x.kind == y.kind && x.name == y.name,
+        _ => false,
+    }
+}
+
 /// Infer the owner from a pod name: `web-6468f86645-x98pq` is a Deployment's
 /// pod, `db-0` a StatefulSet's.
 pub fn infer_owner(name: &str) -> Option<Owner> {
     let parts: Vec<&str> = name.rsplitn(3, '-').collect();
     if parts.len() == 3 {
         let (suffix, hash, base) = (parts[0], parts[1], parts[2]);
-        let alnum = |s: &str| s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        if suffix.len() == 5 && alnum(suffix) && (8..=10).contains(&hash.len()) && alnum(hash) && hash.chars().any(|c| c.is_ascii_digit()) {
-            return Some(Owner { kind: "Deployment".into(), name: base.to_string(), observed: false });
+        let alnum = |s: &str| {
+            s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        };
+        if suffix.len() == 5
+            && alnum(suffix)
+            && (8..=10).contains(&hash.len())
+            && alnum(hash)
+            && hash.chars().any(|c| c.is_ascii_digit())
+        {
+            return Some(Owner {
+                kind: "Deployment".into(),
+                name: base.to_string(),
+                observed: false,
+            });
         }
     }
     if let Some((base, ord)) = name.rsplit_once('-')
@@ -552,7 +788,11 @@ pub fn infer_owner(name: &str) -> Option<Owner> {
         && ord.chars().all(|c| c.is_ascii_digit())
         && ord.len() <= 3
     {
-        return Some(Owner { kind: "StatefulSet".into(), name: base.to_string(), observed: false });
+        return Some(Owner {
+            kind: "StatefulSet".into(),
+            name: base.to_string(),
+            observed: false,
+        });
     }
     None
 }
@@ -563,15 +803,32 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(kind_of_file("logs-previous.zookeeper.txt"), Some(FileKind::Logs { kind: LogKind::Previous, container: Some("zookeeper".into()) }));
-        assert_eq!(kind_of_file("LOGS.txt"), Some(FileKind::Logs { kind: LogKind::Current, container: None }));
+        assert_eq!(
+            kind_of_file("logs-previous.zookeeper.txt"),
+            Some(FileKind::Logs {
+                kind: LogKind::Previous,
+                container: Some("zookeeper".into())
+            })
+        );
+        assert_eq!(
+            kind_of_file("LOGS.txt"),
+            Some(FileKind::Logs {
+                kind: LogKind::Current,
+                container: None
+            })
+        );
         assert_eq!(kind_of_file("Describe-Pod.txt"), Some(FileKind::Describe));
         assert_eq!(kind_of_file("notes.md"), None);
     }
 
     #[test]
     fn owners() {
-        assert_eq!(infer_owner("hello-kubernetes-custom-6468f86645-x98pq").unwrap().name, "hello-kubernetes-custom");
+        assert_eq!(
+            infer_owner("hello-kubernetes-custom-6468f86645-x98pq")
+                .unwrap()
+                .name,
+            "hello-kubernetes-custom"
+        );
         assert_eq!(infer_owner("keycloak-0").unwrap().kind, "StatefulSet");
         assert_eq!(infer_owner("demo"), None);
     }

@@ -35,7 +35,10 @@ pub fn parse_tree(text: &str) -> (Option<Value>, Option<String>) {
             Ok(v) => return (Some(v), None),
             Err(e) => {
                 let v = super::tolerant::parse(t);
-                return (v, Some(format!("not valid JSON ({e}); read what could be read")));
+                return (
+                    v,
+                    Some(format!("not valid JSON ({e}); read what could be read")),
+                );
             }
         }
     }
@@ -43,7 +46,10 @@ pub fn parse_tree(text: &str) -> (Option<Value>, Option<String>) {
         Ok(v) => (Some(v), None),
         Err(e) => {
             let first = e.to_string().lines().next().unwrap_or("").to_string();
-            (super::tolerant::parse(t), Some(format!("not valid YAML ({first}); read what could be read")))
+            (
+                super::tolerant::parse(t),
+                Some(format!("not valid YAML ({first}); read what could be read")),
+            )
         }
     }
 }
@@ -51,7 +57,10 @@ pub fn parse_tree(text: &str) -> (Option<Value>, Option<String>) {
 /// Read every object in a YAML or JSON document.
 pub fn parse(doc: &Doc) -> Objects {
     let (tree, partial) = parse_tree(&doc.text);
-    let mut out = Objects { partial, ..Default::default() };
+    let mut out = Objects {
+        partial,
+        ..Default::default()
+    };
     if let Some(v) = tree {
         let mut w = Walker { doc, out: &mut out };
         w.value(&v);
@@ -79,8 +88,19 @@ impl Walker<'_> {
         let text = format!("{key}: {value}");
         let mut c = Cite::new(source, path, text);
         if let Some(n) = self.find_line(key, value) {
-            c.text = self.doc.text.lines().nth(n).unwrap_or("").trim().to_string();
-            c.location = Some(format!("{}:{}", self.doc.name, self.doc.line_offset + n as u64 + 1));
+            c.text = self
+                .doc
+                .text
+                .lines()
+                .nth(n)
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            c.location = Some(format!(
+                "{}:{}",
+                self.doc.name,
+                self.doc.line_offset + n as u64 + 1
+            ));
         }
         c
     }
@@ -88,7 +108,8 @@ impl Walker<'_> {
     fn find_line(&self, key: &str, value: &str) -> Option<usize> {
         self.doc.text.lines().position(|l| {
             let l = l.trim().trim_start_matches("- ");
-            (l.starts_with(&format!("{key}:")) || l.starts_with(&format!("\"{key}\":"))) && l.contains(value)
+            (l.starts_with(&format!("{key}:")) || l.starts_with(&format!("\"{key}\":")))
+                && l.contains(value)
         })
     }
 
@@ -107,8 +128,15 @@ impl Walker<'_> {
     fn object(&mut self, v: &Value, m: &Map<String, Value>) {
         let kind = s(v, "kind").unwrap_or_default();
         match kind.as_str() {
-            "List" | "PodList" | "EventList" | "ReplicaSetList" | "DeploymentList" | "NodeList"
-            | "PersistentVolumeClaimList" | "ConfigMapList" | "SecretList" => {
+            "List"
+            | "PodList"
+            | "EventList"
+            | "ReplicaSetList"
+            | "DeploymentList"
+            | "NodeList"
+            | "PersistentVolumeClaimList"
+            | "ConfigMapList"
+            | "SecretList" => {
                 if let Some(items) = m.get("items") {
                     self.value(items);
                 }
@@ -118,11 +146,23 @@ impl Walker<'_> {
                 self.out.pods.push(pod);
             }
             "Event" => self.event(v),
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "Job" | "CronJob" | "ReplicationController" => {
+            "Deployment"
+            | "ReplicaSet"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "Job"
+            | "CronJob"
+            | "ReplicationController" => {
                 if let Some(name) = v.pointer("/metadata/name").and_then(Value::as_str) {
-                    self.out.owners.push(Owner { kind: kind.clone(), name: name.to_string(), observed: true });
+                    self.out.owners.push(Owner {
+                        kind: kind.clone(),
+                        name: name.to_string(),
+                        observed: true,
+                    });
                 }
-                let spec = v.pointer("/spec/template/spec").or_else(|| v.pointer("/spec/jobTemplate/spec/template/spec"));
+                let spec = v
+                    .pointer("/spec/template/spec")
+                    .or_else(|| v.pointer("/spec/jobTemplate/spec/template/spec"));
                 if let Some(spec) = spec {
                     let mut p = Pod::default();
                     self.pod_spec(spec, &mut p);
@@ -131,14 +171,32 @@ impl Walker<'_> {
             }
             "ConfigMap" | "Secret" => self.config_object(v, &kind),
             "PersistentVolumeClaim" => {
-                let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-                let phase = v.pointer("/status/phase").and_then(Value::as_str).map(str::to_string);
-                let cite = self.cite(SourceKind::Object, format!("pvc/{name}.status.phase"), "phase", phase.as_deref().unwrap_or(""));
+                let name = v
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let phase = v
+                    .pointer("/status/phase")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                let cite = self.cite(
+                    SourceKind::Object,
+                    format!("pvc/{name}.status.phase"),
+                    "phase",
+                    phase.as_deref().unwrap_or(""),
+                );
                 self.out.pvcs.push(Pvc {
                     name,
                     phase,
-                    capacity: v.pointer("/status/capacity/storage").and_then(Value::as_str).map(str::to_string),
-                    storage_class: v.pointer("/spec/storageClassName").and_then(Value::as_str).map(str::to_string),
+                    capacity: v
+                        .pointer("/status/capacity/storage")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                    storage_class: v
+                        .pointer("/spec/storageClassName")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                     cite,
                 });
             }
@@ -155,7 +213,8 @@ impl Walker<'_> {
                     || m.contains_key("securityContext")
                     || m.contains_key("livenessProbe")
                     || (m.contains_key("status") && m.contains_key("spec"))
-                    || (m.contains_key("metadata") && (m.contains_key("spec") || m.contains_key("status")));
+                    || (m.contains_key("metadata")
+                        && (m.contains_key("spec") || m.contains_key("status")));
                 if looks_like_pod {
                     let pod = self.pod(v);
                     self.out.pods.push(pod);
@@ -174,8 +233,16 @@ impl Walker<'_> {
         pod.name = s(meta, "name");
         pod.namespace = s(meta, "namespace");
         if let Some(owners) = meta.get("ownerReferences").and_then(Value::as_array) {
-            if let Some(o) = owners.iter().find(|o| o.get("controller").and_then(Value::as_bool) == Some(true)).or(owners.first()) {
-                pod.owner = Some(Owner { kind: s(o, "kind").unwrap_or_default(), name: s(o, "name").unwrap_or_default(), observed: true });
+            if let Some(o) = owners
+                .iter()
+                .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+                .or(owners.first())
+            {
+                pod.owner = Some(Owner {
+                    kind: s(o, "kind").unwrap_or_default(),
+                    name: s(o, "name").unwrap_or_default(),
+                    observed: true,
+                });
             }
         }
         // Whole object, or a spec/status fragment, or the fragment itself.
@@ -194,7 +261,11 @@ impl Walker<'_> {
                 merge_container(&mut pod, c);
             }
         }
-        if let Some(mounts) = v.get("mountPath").map(|_| vec![v.clone()]).or_else(|| v.as_array().cloned()) {
+        if let Some(mounts) = v
+            .get("mountPath")
+            .map(|_| vec![v.clone()])
+            .or_else(|| v.as_array().cloned())
+        {
             let mut c = Container::named("");
             self.mounts(&Value::Array(mounts), &mut c);
             if !c.mounts.is_empty() {
@@ -206,15 +277,26 @@ impl Walker<'_> {
 
     fn pod_spec(&mut self, spec: &Value, pod: &mut Pod) {
         if let Some(rp) = s(spec, "restartPolicy") {
-            let cite = self.cite(SourceKind::Spec, "spec.restartPolicy".into(), "restartPolicy", &rp);
+            let cite = self.cite(
+                SourceKind::Spec,
+                "spec.restartPolicy".into(),
+                "restartPolicy",
+                &rp,
+            );
             pod.restart_policy = Some(Field::new(rp, cite));
         }
         if let Some(n) = s(spec, "nodeName") {
             pod.node_name = Some(n);
         }
         let pod_sc = spec.get("securityContext");
-        for (key, kind) in [("initContainers", ContainerKind::Init), ("containers", ContainerKind::Main), ("ephemeralContainers", ContainerKind::Ephemeral)] {
-            let Some(list) = spec.get(key).and_then(Value::as_array) else { continue };
+        for (key, kind) in [
+            ("initContainers", ContainerKind::Init),
+            ("containers", ContainerKind::Main),
+            ("ephemeralContainers", ContainerKind::Ephemeral),
+        ] {
+            let Some(list) = spec.get(key).and_then(Value::as_array) else {
+                continue;
+            };
             for cv in list {
                 let mut c = self.container_spec(cv, key, kind);
                 if let Some(sc) = pod_sc {
@@ -248,30 +330,62 @@ impl Walker<'_> {
         }
         c.image = s(cv, "image");
         let strings = |k: &str| -> Vec<String> {
-            cv.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default()
+            cv.get(k)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
         };
         c.command = strings("command");
         c.args = strings("args");
         let base = format!("spec.{list}[{name}]");
         for (rk, target) in [("limits", true), ("requests", false)] {
-            if let Some(m) = cv.pointer(&format!("/resources/{rk}")).and_then(Value::as_object) {
+            if let Some(m) = cv
+                .pointer(&format!("/resources/{rk}"))
+                .and_then(Value::as_object)
+            {
                 for (k, v) in m {
                     let val = match v {
                         Value::String(x) => x.clone(),
                         other => other.to_string(),
                     };
-                    let cite = self.cite(SourceKind::Spec, format!("{base}.resources.{rk}.{k}"), k, &val);
-                    let map = if target { &mut c.limits } else { &mut c.requests };
+                    let cite = self.cite(
+                        SourceKind::Spec,
+                        format!("{base}.resources.{rk}.{k}"),
+                        k,
+                        &val,
+                    );
+                    let map = if target {
+                        &mut c.limits
+                    } else {
+                        &mut c.requests
+                    };
                     map.insert(k.clone(), Field::new(val, cite));
                 }
             }
         }
-        for pk in [ProbeKind::Liveness, ProbeKind::Readiness, ProbeKind::Startup] {
-            let Some(pv) = cv.get(pk.field()) else { continue };
+        for pk in [
+            ProbeKind::Liveness,
+            ProbeKind::Readiness,
+            ProbeKind::Startup,
+        ] {
+            let Some(pv) = cv.get(pk.field()) else {
+                continue;
+            };
             let path = format!("{base}.{}", pk.field());
-            let mut p = Probe::new(pk, Cite::new(SourceKind::Spec, path.clone(), format!("{}:", pk.field())));
+            let mut p = Probe::new(
+                pk,
+                Cite::new(SourceKind::Spec, path.clone(), format!("{}:", pk.field())),
+            );
             if let Some(n) = self.find_line(pk.field(), "") {
-                p.cite.location = Some(format!("{}:{}", self.doc.name, self.doc.line_offset + n as u64 + 1));
+                p.cite.location = Some(format!(
+                    "{}:{}",
+                    self.doc.name,
+                    self.doc.line_offset + n as u64 + 1
+                ));
             }
             let num = |k: &str, d: u32| pv.get(k).and_then(Value::as_u64).map_or(d, |n| n as u32);
             p.initial_delay = num("initialDelaySeconds", 0);
@@ -280,11 +394,20 @@ impl Walker<'_> {
             p.success = num("successThreshold", 1);
             p.failure = num("failureThreshold", 3);
             p.handler = if let Some(h) = pv.get("httpGet") {
-                format!("http-get :{}{}", h.get("port").map(|x| x.to_string().trim_matches('"').to_string()).unwrap_or_default(), s(h, "path").unwrap_or_default())
+                format!(
+                    "http-get :{}{}",
+                    h.get("port")
+                        .map(|x| x.to_string().trim_matches('"').to_string())
+                        .unwrap_or_default(),
+                    s(h, "path").unwrap_or_default()
+                )
             } else if let Some(e) = pv.pointer("/exec/command") {
                 format!("exec {e}")
             } else if let Some(t) = pv.get("tcpSocket") {
-                format!("tcp-socket :{}", t.get("port").map(|x| x.to_string()).unwrap_or_default())
+                format!(
+                    "tcp-socket :{}",
+                    t.get("port").map(|x| x.to_string()).unwrap_or_default()
+                )
             } else {
                 String::new()
             };
@@ -314,17 +437,32 @@ impl Walker<'_> {
                         optional: r.get("optional").and_then(Value::as_bool).unwrap_or(false),
                     })
                 });
-                let cite = self.cite(SourceKind::Spec, format!("{base}.env[{ename}]"), "name", &ename);
+                let cite = self.cite(
+                    SourceKind::Spec,
+                    format!("{base}.env[{ename}]"),
+                    "name",
+                    &ename,
+                );
                 // Literal values are kept (they are in the spec for all to see);
                 // Secret-sourced values are never fetched.
-                c.env.push(EnvVar { name: ename, value: s(e, "value"), from, cite });
+                c.env.push(EnvVar {
+                    name: ename,
+                    value: s(e, "value"),
+                    from,
+                    cite,
+                });
             }
         }
         if let Some(m) = cv.get("volumeMounts") {
             self.mounts(m, &mut c);
         }
         if let Some(ports) = cv.get("ports").and_then(Value::as_array) {
-            c.ports.extend(ports.iter().filter_map(|p| p.get("containerPort").and_then(Value::as_u64)).map(|p| p as u16));
+            c.ports.extend(
+                ports
+                    .iter()
+                    .filter_map(|p| p.get("containerPort").and_then(Value::as_u64))
+                    .map(|p| p as u16),
+            );
         }
         if let Some(sc) = cv.get("securityContext") {
             self.security(sc, &format!("{base}.securityContext"), &mut c);
@@ -335,21 +473,43 @@ impl Walker<'_> {
     fn mounts(&mut self, m: &Value, c: &mut Container) {
         let Some(list) = m.as_array() else { return };
         for mv in list {
-            let Some(path) = s(mv, "mountPath") else { continue };
+            let Some(path) = s(mv, "mountPath") else {
+                continue;
+            };
             let name = s(mv, "name").unwrap_or_default();
             let read_only = mv.get("readOnly").and_then(Value::as_bool).unwrap_or(false);
-            let cite = self.cite(SourceKind::Spec, format!("spec.containers[{}].volumeMounts[{name}]", c.name), "mountPath", &path);
-            c.mounts.push(Mount { name, path, read_only, cite });
+            let cite = self.cite(
+                SourceKind::Spec,
+                format!("spec.containers[{}].volumeMounts[{name}]", c.name),
+                "mountPath",
+                &path,
+            );
+            c.mounts.push(Mount {
+                name,
+                path,
+                read_only,
+                cite,
+            });
         }
     }
 
     fn security(&mut self, sc: &Value, path: &str, c: &mut Container) {
         if let Some(b) = sc.get("runAsNonRoot").and_then(Value::as_bool) {
-            let cite = self.cite(SourceKind::Spec, format!("{path}.runAsNonRoot"), "runAsNonRoot", &b.to_string());
+            let cite = self.cite(
+                SourceKind::Spec,
+                format!("{path}.runAsNonRoot"),
+                "runAsNonRoot",
+                &b.to_string(),
+            );
             c.run_as_non_root.get_or_insert(Field::new(b, cite));
         }
         if let Some(u) = sc.get("runAsUser").and_then(Value::as_i64) {
-            let cite = self.cite(SourceKind::Spec, format!("{path}.runAsUser"), "runAsUser", &u.to_string());
+            let cite = self.cite(
+                SourceKind::Spec,
+                format!("{path}.runAsUser"),
+                "runAsUser",
+                &u.to_string(),
+            );
             c.run_as_user.get_or_insert(Field::new(u, cite));
         }
     }
@@ -375,7 +535,9 @@ impl Walker<'_> {
             ("containerStatuses", ContainerKind::Main),
             ("ephemeralContainerStatuses", ContainerKind::Ephemeral),
         ] {
-            let Some(list) = st.get(key).and_then(Value::as_array) else { continue };
+            let Some(list) = st.get(key).and_then(Value::as_array) else {
+                continue;
+            };
             for cs in list {
                 let c = self.container_status(cs, key, kind);
                 merge_container(pod, c);
@@ -390,11 +552,18 @@ impl Walker<'_> {
         c.image = s(cs, "image");
         c.ready = cs.get("ready").and_then(Value::as_bool);
         if let Some(n) = cs.get("restartCount").and_then(Value::as_u64) {
-            let cite = self.cite(SourceKind::Status, format!("status.{list}[{name}].restartCount"), "restartCount", &n.to_string());
+            let cite = self.cite(
+                SourceKind::Status,
+                format!("status.{list}[{name}].restartCount"),
+                "restartCount",
+                &n.to_string(),
+            );
             c.restart_count = Some(Field::new(n as u32, cite));
         }
         for (k, last) in [("state", false), ("lastState", true)] {
-            let Some(sv) = cs.get(k).and_then(Value::as_object) else { continue };
+            let Some(sv) = cs.get(k).and_then(Value::as_object) else {
+                continue;
+            };
             for (sk, inner) in sv {
                 if !matches!(sk.as_str(), "waiting" | "running" | "terminated") {
                     continue;
@@ -411,26 +580,55 @@ impl Walker<'_> {
     }
 
     fn state(&mut self, inner: &Value, kind: &str, _name: &str, base: &str) -> ContainerState {
-        let base = if base.starts_with("lastState") { format!("containerStatuses[{_name}].{base}") } else { base.to_string() };
+        let base = if base.starts_with("lastState") {
+            format!("containerStatuses[{_name}].{base}")
+        } else {
+            base.to_string()
+        };
         let sk = match kind {
             "waiting" => StateKind::Waiting,
             "running" => StateKind::Running,
             _ => StateKind::Terminated,
         };
-        let mut st = ContainerState::new(sk, Cite::new(SourceKind::Status, format!("status.{base}.{kind}"), format!("{kind}:")));
+        let mut st = ContainerState::new(
+            sk,
+            Cite::new(
+                SourceKind::Status,
+                format!("status.{base}.{kind}"),
+                format!("{kind}:"),
+            ),
+        );
         if let Some(r) = s(inner, "reason") {
-            let cite = self.cite(SourceKind::Status, format!("status.{base}.{kind}.reason"), "reason", &r);
+            let cite = self.cite(
+                SourceKind::Status,
+                format!("status.{base}.{kind}.reason"),
+                "reason",
+                &r,
+            );
             st.reason = Some(Field::new(r, cite));
         }
         if let Some(m) = s(inner, "message") {
-            let cite = self.cite(SourceKind::Status, format!("status.{base}.{kind}.message"), "message", &crate::text::clip(&m, 60));
+            let cite = self.cite(
+                SourceKind::Status,
+                format!("status.{base}.{kind}.message"),
+                "message",
+                &crate::text::clip(&m, 60),
+            );
             st.message = Some(Field::new(m, cite));
         }
         if let Some(code) = inner.get("exitCode").and_then(Value::as_i64) {
-            let cite = self.cite(SourceKind::Status, format!("status.{base}.{kind}.exitCode"), "exitCode", &code.to_string());
+            let cite = self.cite(
+                SourceKind::Status,
+                format!("status.{base}.{kind}.exitCode"),
+                "exitCode",
+                &code.to_string(),
+            );
             st.exit_code = Some(Field::new(code as i32, cite));
         }
-        st.signal = inner.get("signal").and_then(Value::as_i64).map(|x| x as i32);
+        st.signal = inner
+            .get("signal")
+            .and_then(Value::as_i64)
+            .map(|x| x as i32);
         st.started_at = s(inner, "startedAt");
         st.finished_at = s(inner, "finishedAt");
         st
@@ -439,16 +637,29 @@ impl Walker<'_> {
     fn event(&mut self, v: &Value) {
         let reason = s(v, "reason").unwrap_or_default();
         let message = s(v, "message").or_else(|| s(v, "note")).unwrap_or_default();
-        let object = v.get("involvedObject").or_else(|| v.get("regarding")).map(|o| {
-            let kind = s(o, "kind").unwrap_or_default().to_ascii_lowercase();
-            let name = s(o, "name").unwrap_or_default();
-            match s(o, "fieldPath") {
-                Some(fp) => format!("{kind}/{name} {fp}"),
-                None => format!("{kind}/{name}"),
-            }
-        });
-        let cite = self.cite(SourceKind::Event, format!("event {reason}"), "message", &crate::text::clip(&message, 40));
-        let cite = Cite { reference: cite.location.clone().unwrap_or(cite.reference), text: format!("{reason}: {message}"), location: None, ..cite };
+        let object = v
+            .get("involvedObject")
+            .or_else(|| v.get("regarding"))
+            .map(|o| {
+                let kind = s(o, "kind").unwrap_or_default().to_ascii_lowercase();
+                let name = s(o, "name").unwrap_or_default();
+                match s(o, "fieldPath") {
+                    Some(fp) => format!("{kind}/{name} {fp}"),
+                    None => format!("{kind}/{name}"),
+                }
+            });
+        let cite = self.cite(
+            SourceKind::Event,
+            format!("event {reason}"),
+            "message",
+            &crate::text::clip(&message, 40),
+        );
+        let cite = Cite {
+            reference: cite.location.clone().unwrap_or(cite.reference),
+            text: format!("{reason}: {message}"),
+            location: None,
+            ..cite
+        };
         self.out.events.push(Event {
             kind: s(v, "type").unwrap_or_default(),
             reason,
@@ -460,42 +671,89 @@ impl Walker<'_> {
     }
 
     fn config_object(&mut self, v: &Value, kind: &str) {
-        let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-        let rk = if kind == "Secret" { RefKind::Secret } else { RefKind::ConfigMap };
+        let name = v
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let rk = if kind == "Secret" {
+            RefKind::Secret
+        } else {
+            RefKind::ConfigMap
+        };
         let mut keys = Vec::new();
         for field in ["data", "stringData", "binaryData"] {
             if let Some(m) = v.get(field).and_then(Value::as_object) {
                 for (k, val) in m {
                     // Sizes only: base64 length -> decoded bytes. The value is dropped here.
-                    let size = val.as_str().map(|x| if field == "data" && rk == RefKind::Secret { (x.trim().len() as u64 * 3 / 4).saturating_sub(x.matches('=').count() as u64) } else { x.len() as u64 });
+                    let size = val.as_str().map(|x| {
+                        if field == "data" && rk == RefKind::Secret {
+                            (x.trim().len() as u64 * 3 / 4)
+                                .saturating_sub(x.matches('=').count() as u64)
+                        } else {
+                            x.len() as u64
+                        }
+                    });
                     keys.push((k.clone(), size));
                 }
             }
         }
-        let cite = self.cite(SourceKind::Object, format!("{}/{name}", rk.word()), "name", &name);
-        self.out.config_objects.push(ConfigObject { kind: rk, name, keys, cite });
+        let cite = self.cite(
+            SourceKind::Object,
+            format!("{}/{name}", rk.word()),
+            "name",
+            &name,
+        );
+        self.out.config_objects.push(ConfigObject {
+            kind: rk,
+            name,
+            keys,
+            cite,
+        });
     }
 
     fn node(&mut self, v: &Value) {
-        let mut n = Node { name: v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string(), ..Default::default() };
+        let mut n = Node {
+            name: v
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            ..Default::default()
+        };
         if let Some(conds) = v.pointer("/status/conditions").and_then(Value::as_array) {
             for c in conds {
                 let t = s(c, "type").unwrap_or_default();
                 let st = s(c, "status").unwrap_or_default();
                 if (t == "Ready" && st != "True") || (t != "Ready" && st == "True") {
-                    let cite = self.cite(SourceKind::Node, format!("node/{}.status.conditions[{t}]", n.name), "type", &t);
+                    let cite = self.cite(
+                        SourceKind::Node,
+                        format!("node/{}.status.conditions[{t}]", n.name),
+                        "type",
+                        &t,
+                    );
                     n.conditions.push(Field::new(format!("{t}={st}"), cite));
                 }
             }
         }
         if let Some(a) = v.pointer("/status/allocatable").and_then(Value::as_object) {
             for (k, val) in a {
-                n.allocatable.insert(k.clone(), val.as_str().map(str::to_string).unwrap_or_else(|| val.to_string()));
+                n.allocatable.insert(
+                    k.clone(),
+                    val.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| val.to_string()),
+                );
             }
         }
         if let Some(t) = v.pointer("/spec/taints").and_then(Value::as_array) {
             for taint in t {
-                n.taints.push(format!("{}={}:{}", s(taint, "key").unwrap_or_default(), s(taint, "value").unwrap_or_default(), s(taint, "effect").unwrap_or_default()));
+                n.taints.push(format!(
+                    "{}={}:{}",
+                    s(taint, "key").unwrap_or_default(),
+                    s(taint, "value").unwrap_or_default(),
+                    s(taint, "effect").unwrap_or_default()
+                ));
             }
         }
         self.out.nodes.push(n);
@@ -529,7 +787,11 @@ mod tests {
     use super::*;
 
     fn doc(name: &str, text: &str) -> Doc {
-        Doc { name: name.into(), text: text.into(), line_offset: 0 }
+        Doc {
+            name: name.into(),
+            text: text.into(),
+            line_offset: 0,
+        }
     }
 
     #[test]
@@ -584,16 +846,25 @@ status:
         assert_eq!(t.exit(), Some(137));
         assert_eq!(t.run_seconds(), Some(21));
         let r = t.reason.as_ref().unwrap();
-        assert_eq!(r.cite.reference, "status.containerStatuses[web].lastState.terminated.reason");
+        assert_eq!(
+            r.cite.reference,
+            "status.containerStatuses[web].lastState.terminated.reason"
+        );
         assert_eq!(r.cite.location.as_deref(), Some("pod.yaml:32"));
         assert_eq!(c.waiting_reason().unwrap().value, "CrashLoopBackOff");
         assert_eq!(c.probe(ProbeKind::Liveness).unwrap().initial_delay, 5);
-        assert_eq!(c.env[0].from.as_ref().unwrap().key.as_deref(), Some("token"));
+        assert_eq!(
+            c.env[0].from.as_ref().unwrap().key.as_deref(),
+            Some("token")
+        );
     }
 
     #[test]
     fn bare_termination_fragment() {
-        let o = parse(&doc("pod.yaml", "exitCode: 137\nreason: OOMKilled\nstartedAt: \"2025-12-17T10:56:35Z\"\n"));
+        let o = parse(&doc(
+            "pod.yaml",
+            "exitCode: 137\nreason: OOMKilled\nstartedAt: \"2025-12-17T10:56:35Z\"\n",
+        ));
         let c = &o.pods[0].containers[0];
         assert!(c.last_termination().unwrap().reason_is("OOMKilled"));
         assert!(o.pods[0].reason.is_none());
@@ -601,13 +872,22 @@ status:
 
     #[test]
     fn indented_status_fragment() {
-        let o = parse(&doc("pod.yaml", "  containerStatuses:\n  - name: m\n    lastState:\n      terminated:\n        exitCode: 137\n        reason: OOMKilled\n"));
-        assert_eq!(o.pods[0].containers[0].last_termination().unwrap().exit(), Some(137));
+        let o = parse(&doc(
+            "pod.yaml",
+            "  containerStatuses:\n  - name: m\n    lastState:\n      terminated:\n        exitCode: 137\n        reason: OOMKilled\n",
+        ));
+        assert_eq!(
+            o.pods[0].containers[0].last_termination().unwrap().exit(),
+            Some(137)
+        );
     }
 
     #[test]
     fn secret_values_are_not_kept() {
-        let o = parse(&doc("secret.yaml", "kind: Secret\nmetadata: {name: s}\ndata:\n  password: c3VwZXJzZWNyZXQ=\n"));
+        let o = parse(&doc(
+            "secret.yaml",
+            "kind: Secret\nmetadata: {name: s}\ndata:\n  password: c3VwZXJzZWNyZXQ=\n",
+        ));
         let obj = &o.config_objects[0];
         assert_eq!(obj.keys, vec![("password".to_string(), Some(11))]);
         assert!(!format!("{obj:?}").contains("c3VwZXJzZWNyZXQ"));
@@ -615,8 +895,14 @@ status:
 
     #[test]
     fn truncated_yaml_is_partial() {
-        let o = parse(&doc("pod.yaml", "status:\n  containerStatuses:\n  - name: m\n    lastState:\n      terminated:\n        exitCode: 137\n        reason: [unclosed\n"));
+        let o = parse(&doc(
+            "pod.yaml",
+            "status:\n  containerStatuses:\n  - name: m\n    lastState:\n      terminated:\n        exitCode: 137\n        reason: [unclosed\n",
+        ));
         assert!(o.partial.is_some());
-        assert_eq!(o.pods[0].containers[0].last_termination().unwrap().exit(), Some(137));
+        assert_eq!(
+            o.pods[0].containers[0].last_termination().unwrap().exit(),
+            Some(137)
+        );
     }
 }

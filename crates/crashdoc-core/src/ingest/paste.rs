@@ -19,19 +19,37 @@ static PROMPT_CMD: LazyLock<Regex> = LazyLock::new(|| {
 });
 static BARE_PROMPT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(?:\S+@\S*[:~][^$#]*[$#]|\$)\s+\S").expect("static regex"));
-static DESCRIBE_START: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^Name:\s+\S+\s*$").expect("static regex"));
-static PODS_HEADER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^NAME\s+READY\s+STATUS").expect("static regex"));
-static EVENTS_HEADER: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(?:LAST SEEN\s+TYPE|TYPE\s+REASON|Type\s+Reason\s+Age|Events:)").expect("static regex"));
-static EVENT_ROW: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?:^|\s)(?:Normal|Warning)\s+[A-Z][A-Za-z]+").expect("static regex"));
-static PVC_HEADER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^NAME\s+STATUS\s+VOLUME").expect("static regex"));
+static DESCRIBE_START: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Name:\s+\S+\s*$").expect("static regex"));
+static PODS_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^NAME\s+READY\s+STATUS").expect("static regex"));
+static EVENTS_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:LAST SEEN\s+TYPE|TYPE\s+REASON|Type\s+Reason\s+Age|Events:)")
+        .expect("static regex")
+});
+static EVENT_ROW: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|\s)(?:Normal|Warning)\s+[A-Z][A-Za-z]+").expect("static regex")
+});
+static PVC_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^NAME\s+STATUS\s+VOLUME").expect("static regex"));
 
 /// What a command line says the following output is.
 fn kind_of_command(cmd: &str) -> FileKind {
     let words: Vec<&str> = cmd.split_whitespace().collect();
     let has = |w: &str| words.contains(&w);
-    let output_obj = words.iter().any(|w| matches!(*w, "-oyaml" | "-ojson" | "yaml" | "json" | "-o=yaml" | "-o=json" | "--output=yaml" | "--output=json"))
-        && !cmd.contains("| yq")
+    let output_obj = words.iter().any(|w| {
+        matches!(
+            *w,
+            "-oyaml"
+                | "-ojson"
+                | "yaml"
+                | "json"
+                | "-o=yaml"
+                | "-o=json"
+                | "--output=yaml"
+                | "--output=json"
+        )
+    }) && !cmd.contains("| yq")
         && !cmd.contains("| jq");
     let tool = words.first().copied().unwrap_or("");
     if !matches!(tool, "kubectl" | "oc" | "kc" | "k") {
@@ -39,17 +57,37 @@ fn kind_of_command(cmd: &str) -> FileKind {
     }
     if has("logs") || has("log") {
         let previous = has("--previous") || has("-p") || has("--previous=true");
-        let container = words.iter().position(|w| *w == "-c" || *w == "--container").and_then(|i| words.get(i + 1)).map(|s| s.to_string());
-        return FileKind::Logs { kind: if previous { LogKind::Previous } else { LogKind::Current }, container };
+        let container = words
+            .iter()
+            .position(|w| *w == "-c" || *w == "--container")
+            .and_then(|i| words.get(i + 1))
+            .map(|s| s.to_string());
+        return FileKind::Logs {
+            kind: if previous {
+                LogKind::Previous
+            } else {
+                LogKind::Current
+            },
+            container,
+        };
     }
     if has("describe") {
-        if words.iter().any(|w| w.starts_with("po") && !w.starts_with("pvc")) {
+        if words
+            .iter()
+            .any(|w| w.starts_with("po") && !w.starts_with("pvc"))
+        {
             return FileKind::Describe;
         }
-        if words.iter().any(|w| w.starts_with("secret") || w.starts_with("configmap") || *w == "cm") {
+        if words
+            .iter()
+            .any(|w| w.starts_with("secret") || w.starts_with("configmap") || *w == "cm")
+        {
             return FileKind::DescribeData;
         }
-        if words.iter().any(|w| w.starts_with("pvc") || w.starts_with("persistentvolumeclaim")) {
+        if words
+            .iter()
+            .any(|w| w.starts_with("pvc") || w.starts_with("persistentvolumeclaim"))
+        {
             return FileKind::Pvc;
         }
         if words.iter().any(|w| w.starts_with("node") || *w == "no") {
@@ -64,7 +102,10 @@ fn kind_of_command(cmd: &str) -> FileKind {
         if words.iter().any(|w| w.starts_with("event") || *w == "ev") {
             return FileKind::Events;
         }
-        if words.iter().any(|w| w.starts_with("pvc") || w.starts_with("persistentvolumeclaim")) {
+        if words
+            .iter()
+            .any(|w| w.starts_with("pvc") || w.starts_with("persistentvolumeclaim"))
+        {
             return FileKind::Pvc;
         }
         if words.iter().any(|w| w.starts_with("po") || *w == "all") {
@@ -92,7 +133,11 @@ fn kind_of_shape(line: &str) -> Option<FileKind> {
     if EVENTS_HEADER.is_match(t) || EVENT_ROW.is_match(t) && !t.contains("Traceback") {
         return Some(FileKind::Events);
     }
-    if t.starts_with("apiVersion:") || t.starts_with("kind: ") || t.starts_with("{") && t.len() < 3 || t.starts_with("\"apiVersion\"") {
+    if t.starts_with("apiVersion:")
+        || t.starts_with("kind: ")
+        || t.starts_with("{") && t.len() < 3
+        || t.starts_with("\"apiVersion\"")
+    {
         return Some(FileKind::Objects);
     }
     None
@@ -108,19 +153,31 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
     let mut from_command = false;
     let mut in_describe_events = false;
 
-    let flush = |out: &mut Vec<Section>, kind: Option<FileKind>, start: usize, lines: &mut Vec<&str>| {
-        if lines.iter().any(|l| !l.trim().is_empty()) {
-            let kind = kind.unwrap_or_else(|| default.clone());
-            out.push(Section { kind, doc: Doc { name: name.to_string(), text: lines.join("\n"), line_offset: start as u64 } });
-        }
-        lines.clear();
-    };
+    let flush =
+        |out: &mut Vec<Section>, kind: Option<FileKind>, start: usize, lines: &mut Vec<&str>| {
+            if lines.iter().any(|l| !l.trim().is_empty()) {
+                let kind = kind.unwrap_or_else(|| default.clone());
+                out.push(Section {
+                    kind,
+                    doc: Doc {
+                        name: name.to_string(),
+                        text: lines.join("\n"),
+                        line_offset: start as u64,
+                    },
+                });
+            }
+            lines.clear();
+        };
 
     for (i, line) in text.lines().enumerate() {
         let t = line.trim();
         // An explicit command starts a section of the kind it names.
         if let Some(c) = PROMPT_CMD.captures(line)
-            && (line.trim_start().starts_with(['$', '#']) || line.contains("$ ") || line.contains("# ") || t.starts_with("kubectl ") || t.starts_with("oc "))
+            && (line.trim_start().starts_with(['$', '#'])
+                || line.contains("$ ")
+                || line.contains("# ")
+                || t.starts_with("kubectl ")
+                || t.starts_with("oc "))
         {
             flush(&mut out, cur_kind.take(), cur_start, &mut cur_lines);
             cur_kind = Some(kind_of_command(&c[1]));
@@ -144,7 +201,8 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
                 (Some(a), b) => std::mem::discriminant(a) == std::mem::discriminant(b),
                 (None, _) => false,
             };
-            let in_object = matches!(cur_kind, Some(FileKind::Objects)) && !DESCRIBE_START.is_match(t);
+            let in_object =
+                matches!(cur_kind, Some(FileKind::Objects)) && !DESCRIBE_START.is_match(t);
             if !same && !in_object && !(from_command && cur_lines.len() <= 1) {
                 flush(&mut out, cur_kind.take(), cur_start, &mut cur_lines);
                 cur_start = i;
@@ -153,16 +211,25 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
             } else if cur_kind.is_none() {
                 cur_kind = Some(k);
             }
-        } else if in_describe_events && !t.is_empty() && !t.starts_with("----") && !t.starts_with("<none>") {
+        } else if in_describe_events
+            && !t.is_empty()
+            && !t.starts_with("----")
+            && !t.starts_with("<none>")
+        {
             // The Events block ends a describe; what follows is something else.
             flush(&mut out, cur_kind.take(), cur_start, &mut cur_lines);
             cur_start = i;
             in_describe_events = false;
             from_command = false;
-        } else if matches!(cur_kind, Some(FileKind::Events) | Some(FileKind::GetPods)) && !t.is_empty() && !from_command {
+        } else if matches!(cur_kind, Some(FileKind::Events) | Some(FileKind::GetPods))
+            && !t.is_empty()
+            && !from_command
+        {
             // A table ends at the first line that is not a row of it.
             let is_row = match cur_kind {
-                Some(FileKind::Events) => EVENT_ROW.is_match(t) || t.starts_with("----") || t.starts_with("Type"),
+                Some(FileKind::Events) => {
+                    EVENT_ROW.is_match(t) || t.starts_with("----") || t.starts_with("Type")
+                }
                 _ => t.split_whitespace().nth(1).is_some_and(|w| w.contains('/')),
             };
             if !is_row {
@@ -191,7 +258,14 @@ mod tests {
     #[test]
     fn commands_split_sections() {
         let text = "$ kubectl get pods -n ml\nNAME READY STATUS RESTARTS AGE\nvllm-1 0/1 CrashLoopBackOff 3 5m\n\n$ kubectl logs vllm-1 -n ml --previous -c server\nINFO loading\nRuntimeError: CUDA error: out of memory\n$ kubectl describe pod vllm-1\nName: vllm-1\n";
-        let s = split("paste", text, FileKind::Logs { kind: LogKind::Current, container: None });
+        let s = split(
+            "paste",
+            text,
+            FileKind::Logs {
+                kind: LogKind::Current,
+                container: None,
+            },
+        );
         assert_eq!(s.len(), 3);
         assert!(matches!(s[0].kind, FileKind::GetPods));
         match &s[1].kind {
@@ -208,7 +282,14 @@ mod tests {
     #[test]
     fn shapes_split_sections_without_commands() {
         let text = "Name:         web-1\nNamespace:    default\nContainers:\n  web:\n    State: Waiting\nEvents:\n  Type  Reason  Age  From  Message\n  Warning  BackOff  1m  kubelet  Back-off restarting failed container\nTraceback (most recent call last):\n  File \"app.py\", line 1\nKeyError: 'DB_URL'\n";
-        let s = split("paste", text, FileKind::Logs { kind: LogKind::Current, container: None });
+        let s = split(
+            "paste",
+            text,
+            FileKind::Logs {
+                kind: LogKind::Current,
+                container: None,
+            },
+        );
         assert_eq!(s.len(), 2, "{s:?}");
         assert!(matches!(s[0].kind, FileKind::Describe));
         assert!(matches!(s[1].kind, FileKind::Logs { .. }));

@@ -7,10 +7,12 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 static EVENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:.*?\s)?(Normal|Warning)\s+([A-Z][A-Za-z]+)(?:\s+(.*))?$").expect("static regex")
+    Regex::new(r"^(?:.*?\s)?(Normal|Warning)\s+([A-Z][A-Za-z]+)(?:\s+(.*))?$")
+        .expect("static regex")
 });
 static AGE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:<unknown>|<invalid>|\d+[smhdy][\dsmhdy]*)?\s*(?:\(x(\d+) over [^)]+\))?\s*").expect("static regex")
+    Regex::new(r"^(?:<unknown>|<invalid>|\d+[smhdy][\dsmhdy]*)?\s*(?:\(x(\d+) over [^)]+\))?\s*")
+        .expect("static regex")
 });
 static FROM: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:kubelet(?:,\s*\S+)?|default-scheduler|[a-z0-9-]+-(?:controller|scheduler|manager)|[a-z0-9-]+/[a-z0-9.-]+|taint-controller|node-controller|attachdetach-controller|persistentvolume-controller|replicaset-controller|deployment-controller|statefulset-controller|job-controller|cronjob-controller|endpoint-controller)\s{2,}").expect("static regex")
@@ -53,7 +55,11 @@ pub fn parse_event_lines(doc: &Doc) -> Vec<Event> {
             message: rest.to_string(),
             object,
             count,
-            cite: Cite::new(SourceKind::Event, format!("{}:{}", doc.name, number), t.to_string()),
+            cite: Cite::new(
+                SourceKind::Event,
+                format!("{}:{}", doc.name, number),
+                t.to_string(),
+            ),
         });
     }
     out
@@ -88,7 +94,8 @@ impl PodRow {
 }
 
 static POD_ROW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:pod/)?([a-z0-9][a-z0-9.-]*)\s+(\d+/\d+)\s+([A-Za-z][\w:.-]*)(?:\s+(\d+))?").expect("static regex")
+    Regex::new(r"^(?:pod/)?([a-z0-9][a-z0-9.-]*)\s+(\d+/\d+)\s+([A-Za-z][\w:.-]*)(?:\s+(\d+))?")
+        .expect("static regex")
 });
 
 /// Parse pod rows from `kubectl get pods` output (any columns after STATUS,
@@ -109,7 +116,11 @@ pub fn parse_pod_rows(doc: &Doc) -> Vec<PodRow> {
                 ready: c[2].to_string(),
                 status: c[3].to_string(),
                 restarts: c.get(4).and_then(|m| m.as_str().parse().ok()),
-                cite: Cite::new(SourceKind::Status, format!("{}:{}", doc.name, number), t.to_string()),
+                cite: Cite::new(
+                    SourceKind::Status,
+                    format!("{}:{}", doc.name, number),
+                    t.to_string(),
+                ),
             });
         }
     }
@@ -119,8 +130,11 @@ pub fn parse_pod_rows(doc: &Doc) -> Vec<PodRow> {
 static PVC_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^([a-z0-9][a-z0-9.-]*)\s+(Pending|Bound|Lost)\b(?:\s+(\S+))?(?:\s+(\d+(?:\.\d+)?[KMGTPE]i?))?").expect("static regex")
 });
-static KEYVAL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(Status|Capacity|StorageClass|Name):\s+(\S+)").expect("static regex"));
-static BARE_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^[a-z0-9][a-z0-9.-]*$").expect("static regex"));
+static KEYVAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(Status|Capacity|StorageClass|Name):\s+(\S+)").expect("static regex")
+});
+static BARE_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[a-z0-9][a-z0-9.-]*$").expect("static regex"));
 
 /// Parse PVCs from `kubectl get pvc` (or a `describe pvc` paste).
 pub fn parse_pvcs(doc: &Doc) -> Vec<Pvc> {
@@ -128,7 +142,11 @@ pub fn parse_pvcs(doc: &Doc) -> Vec<Pvc> {
     for (i, raw) in doc.text.lines().enumerate() {
         let t = raw.trim();
         let number = doc.line_offset + i as u64 + 1;
-        let cite = Cite::new(SourceKind::Object, format!("{}:{}", doc.name, number), t.to_string());
+        let cite = Cite::new(
+            SourceKind::Object,
+            format!("{}:{}", doc.name, number),
+            t.to_string(),
+        );
         if let Some(c) = PVC_ROW.captures(t) {
             out.push(Pvc {
                 name: c[1].to_string(),
@@ -139,7 +157,13 @@ pub fn parse_pvcs(doc: &Doc) -> Vec<Pvc> {
             });
         } else if let Some(c) = KEYVAL.captures(t) {
             if &c[1] == "Name" {
-                out.push(Pvc { name: c[2].to_string(), phase: None, capacity: None, storage_class: None, cite });
+                out.push(Pvc {
+                    name: c[2].to_string(),
+                    phase: None,
+                    capacity: None,
+                    storage_class: None,
+                    cite,
+                });
             } else if let Some(p) = out.last_mut() {
                 match &c[1] {
                     "Status" => p.phase = Some(c[2].to_string()),
@@ -148,14 +172,22 @@ pub fn parse_pvcs(doc: &Doc) -> Vec<Pvc> {
                 }
             }
         } else if BARE_NAME.is_match(t) && t.contains('-') {
-            out.push(Pvc { name: t.to_string(), phase: None, capacity: None, storage_class: None, cite });
+            out.push(Pvc {
+                name: t.to_string(),
+                phase: None,
+                capacity: None,
+                storage_class: None,
+                cite,
+            });
         }
     }
     out
 }
 
-static SECRET_KEY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^([\w.-]+):\s+(\d+) bytes\s*$").expect("static regex"));
-static DESCRIBE_NAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^Name:\s+(\S+)").expect("static regex"));
+static SECRET_KEY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^([\w.-]+):\s+(\d+) bytes\s*$").expect("static regex"));
+static DESCRIBE_NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^Name:\s+(\S+)").expect("static regex"));
 
 /// Key names and sizes from `kubectl describe secret|configmap` output. The
 /// values themselves are never read (describe does not print them).
@@ -170,15 +202,28 @@ pub fn parse_describe_data(doc: &Doc) -> Vec<ConfigObject> {
             continue;
         }
         if t.starts_with("$ ") || t.starts_with("kubectl") {
-            kind = if t.contains("configmap") || t.contains(" cm ") { RefKind::ConfigMap } else { RefKind::Secret };
+            kind = if t.contains("configmap") || t.contains(" cm ") {
+                RefKind::ConfigMap
+            } else {
+                RefKind::Secret
+            };
         }
         if let Some(c) = SECRET_KEY.captures(t) {
             let number = doc.line_offset + i as u64 + 1;
-            let cite = Cite::new(SourceKind::Object, format!("{}:{}", doc.name, number), t.to_string());
+            let cite = Cite::new(
+                SourceKind::Object,
+                format!("{}:{}", doc.name, number),
+                t.to_string(),
+            );
             let size = c[2].parse().ok();
             match out.iter_mut().find(|o| o.name == name) {
                 Some(o) => o.keys.push((c[1].to_string(), size)),
-                None => out.push(ConfigObject { kind, name: name.clone(), keys: vec![(c[1].to_string(), size)], cite }),
+                None => out.push(ConfigObject {
+                    kind,
+                    name: name.clone(),
+                    keys: vec![(c[1].to_string(), size)],
+                    cite,
+                }),
             }
         }
     }
@@ -190,7 +235,11 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Doc {
-        Doc { name: "events.txt".into(), text: text.into(), line_offset: 0 }
+        Doc {
+            name: "events.txt".into(),
+            text: text.into(),
+            line_offset: 0,
+        }
     }
 
     #[test]
@@ -206,15 +255,31 @@ Warning   Unhealthy   pod/stirling-pdf    Liveness probe failed: connect: connec
   Normal   Killing                13s                kubelet, kubernetes-node1  Killing container with id docker://es-data:Container failed liveness probe.. Container will be killed and recreated.",
         ));
         assert_eq!(ev.len(), 6);
-        assert_eq!(ev[0].message, "Error: configmap \"autotune-config-key\" not found");
+        assert_eq!(
+            ev[0].message,
+            "Error: configmap \"autotune-config-key\" not found"
+        );
         assert_eq!(ev[0].count, Some(12));
         assert_eq!(ev[0].cite.reference, "events.txt:3");
-        assert_eq!(ev[1].object.as_deref(), Some("pod/external-secrets-765bc54796-26fgp"));
-        assert!(ev[1].message.starts_with("Error: container has runAsNonRoot"));
-        assert_eq!(ev[2].message, "\"vllm\": executable file not found in $PATH: unknown");
+        assert_eq!(
+            ev[1].object.as_deref(),
+            Some("pod/external-secrets-765bc54796-26fgp")
+        );
+        assert!(
+            ev[1]
+                .message
+                .starts_with("Error: container has runAsNonRoot")
+        );
+        assert_eq!(
+            ev[2].message,
+            "\"vllm\": executable file not found in $PATH: unknown"
+        );
         assert_eq!(ev[3].reason, "Unhealthy");
         assert_eq!(ev[3].message, "");
-        assert_eq!(ev[4].message, "Liveness probe failed: connect: connection refused");
+        assert_eq!(
+            ev[4].message,
+            "Liveness probe failed: connect: connection refused"
+        );
         assert!(ev[5].message.starts_with("Killing container with id"));
     }
 
@@ -241,6 +306,12 @@ ok-1   1/1   Running   0   1d",
             "$ kubectl describe secret aws\nName:         aws\nData\n====\nAWS_ACCESS_KEY_ID:      0 bytes\nREGION:  9 bytes\n",
         ));
         assert_eq!(objs.len(), 1);
-        assert_eq!(objs[0].keys, vec![("AWS_ACCESS_KEY_ID".to_string(), Some(0)), ("REGION".to_string(), Some(9))]);
+        assert_eq!(
+            objs[0].keys,
+            vec![
+                ("AWS_ACCESS_KEY_ID".to_string(), Some(0)),
+                ("REGION".to_string(), Some(9))
+            ]
+        );
     }
 }

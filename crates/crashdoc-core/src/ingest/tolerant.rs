@@ -6,7 +6,11 @@ use serde_json::{Map, Value};
 
 /// Recover a tree from broken YAML or JSON.
 pub fn parse(text: &str) -> Option<Value> {
-    if text.trim_start().starts_with(['{', '[']) { repair_json(text) } else { yaml(text) }
+    if text.trim_start().starts_with(['{', '[']) {
+        repair_json(text)
+    } else {
+        yaml(text)
+    }
 }
 
 /// Close what a truncated JSON document left open, backing off to the last
@@ -72,7 +76,10 @@ fn yaml(text: &str) -> Option<Value> {
             if t.is_empty() || t.starts_with('#') || t == "---" || t == "..." {
                 return None;
             }
-            Some(Line { indent: l.len() - t.len(), text: t })
+            Some(Line {
+                indent: l.len() - t.len(),
+                text: t,
+            })
         })
         .collect();
     if lines.is_empty() {
@@ -105,9 +112,14 @@ fn yaml(text: &str) -> Option<Value> {
 }
 
 fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
-    if *pos < lines.len() && lines[*pos].text.starts_with("- ") || lines.get(*pos).is_some_and(|l| l.text == "-") {
+    if *pos < lines.len() && lines[*pos].text.starts_with("- ")
+        || lines.get(*pos).is_some_and(|l| l.text == "-")
+    {
         let mut arr = Vec::new();
-        while *pos < lines.len() && lines[*pos].indent == indent && (lines[*pos].text.starts_with("- ") || lines[*pos].text == "-") {
+        while *pos < lines.len()
+            && lines[*pos].indent == indent
+            && (lines[*pos].text.starts_with("- ") || lines[*pos].text == "-")
+        {
             let rest = lines[*pos].text[1..].trim_start();
             let item_indent = indent + (lines[*pos].text.len() - rest.len());
             if rest.is_empty() {
@@ -123,7 +135,10 @@ fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
                 let mut m = Map::new();
                 *pos += 1;
                 insert_kv(lines, pos, item_indent, &mut m, k, v);
-                while *pos < lines.len() && lines[*pos].indent == item_indent && !lines[*pos].text.starts_with("- ") {
+                while *pos < lines.len()
+                    && lines[*pos].indent == item_indent
+                    && !lines[*pos].text.starts_with("- ")
+                {
                     let t = lines[*pos].text;
                     match split_kv(t) {
                         Some((k, v)) => {
@@ -162,10 +177,20 @@ fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
     Value::Object(m)
 }
 
-fn insert_kv(lines: &[Line], pos: &mut usize, indent: usize, m: &mut Map<String, Value>, k: &str, v: &str) {
+fn insert_kv(
+    lines: &[Line],
+    pos: &mut usize,
+    indent: usize,
+    m: &mut Map<String, Value>,
+    k: &str,
+    v: &str,
+) {
     let value = if v.is_empty() {
         match lines.get(*pos) {
-            Some(next) if next.indent > indent || (next.indent == indent && next.text.starts_with("- ")) => {
+            Some(next)
+                if next.indent > indent
+                    || (next.indent == indent && next.text.starts_with("- ")) =>
+            {
                 let ind = next.indent;
                 block(lines, pos, ind)
             }
@@ -191,7 +216,9 @@ fn split_kv(t: &str) -> Option<(&str, &str)> {
         let after = rest[end + 1..].trim_start().strip_prefix(':')?;
         (&rest[..end], after)
     } else {
-        let i = t.find(": ").or_else(|| t.strip_suffix(':').map(|s| s.len()))?;
+        let i = t
+            .find(": ")
+            .or_else(|| t.strip_suffix(':').map(|s| s.len()))?;
         (&t[..i], &t[i + 1..])
     };
     if k.is_empty() || k.contains(' ') && !k.starts_with('"') {
@@ -231,18 +258,25 @@ mod tests {
     #[test]
     fn truncated_json() {
         let v = repair_json("{\"status\": {\"containerStatuses\": [{\"name\": \"a\", \"restartCount\": 3, \"lastState\": {\"terminated\": {\"exitCode\": 137, \"rea").unwrap();
-        assert_eq!(v.pointer("/status/containerStatuses/0/restartCount"), Some(&Value::from(3)));
+        assert_eq!(
+            v.pointer("/status/containerStatuses/0/restartCount"),
+            Some(&Value::from(3))
+        );
     }
 
     #[test]
     fn yaml_with_broken_line() {
         let v = yaml("status:\n  containerStatuses:\n  - name: m\n    lastState:\n      terminated:\n        exitCode: 137\n        reason: [unclosed\n").unwrap();
-        assert_eq!(v.pointer("/status/containerStatuses/0/lastState/terminated/exitCode"), Some(&Value::from(137)));
+        assert_eq!(
+            v.pointer("/status/containerStatuses/0/lastState/terminated/exitCode"),
+            Some(&Value::from(137))
+        );
     }
 
     #[test]
     fn fragment_with_dedent() {
-        let v = yaml("    - mountPath: /mnt/models\n      name: src\n      readOnly: true\n").unwrap();
+        let v =
+            yaml("    - mountPath: /mnt/models\n      name: src\n      readOnly: true\n").unwrap();
         assert_eq!(v.pointer("/0/readOnly"), Some(&Value::Bool(true)));
     }
 }

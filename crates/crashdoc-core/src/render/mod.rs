@@ -37,7 +37,13 @@ mod tests {
         assert!(d["evidence"][0]["ref"].is_string());
         assert!(d["evidence"][0]["text"].is_string());
         assert!(d["fix"].as_array().unwrap().len() > 0);
-        assert!(d["commands"].as_array().unwrap().iter().any(|c| c.as_str().unwrap().contains("-n shop")));
+        assert!(
+            d["commands"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c.as_str().unwrap().contains("-n shop"))
+        );
         assert_eq!(v["pods"][0]["owner"], "ReplicaSet/web-6468f86645");
         assert!(v["pods"][0]["missing"].is_array());
     }

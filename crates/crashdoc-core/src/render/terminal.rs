@@ -12,7 +12,10 @@ pub struct Style {
 
 impl Style {
     pub fn plain() -> Self {
-        Style { color: false, all: false }
+        Style {
+            color: false,
+            all: false,
+        }
     }
 }
 
@@ -41,25 +44,49 @@ fn pod_block(out: &mut String, pod: &PodReport, style: Style) {
         (None, Some(n)) => n.clone(),
         _ => "(pod name not in the input)".into(),
     };
-    let owner = pod.owner.as_ref().map(|o| format!("  ({o})")).unwrap_or_default();
-    let _ = writeln!(out, "{}{}", paint(&format!("pod {name}"), style, |s| s.bold().to_string()), owner);
-    let shown = if style.all { pod.diagnoses.len() } else { pod.diagnoses.len().min(3) };
+    let owner = pod
+        .owner
+        .as_ref()
+        .map(|o| format!("  ({o})"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{}{}",
+        paint(&format!("pod {name}"), style, |s| s.bold().to_string()),
+        owner
+    );
+    let shown = if style.all {
+        pod.diagnoses.len()
+    } else {
+        pod.diagnoses.len().min(3)
+    };
     for (i, d) in pod.diagnoses.iter().take(shown).enumerate() {
         diagnosis_block(out, d, i == 0, style);
     }
     if pod.diagnoses.len() > shown {
-        let rest: Vec<String> = pod.diagnoses[shown..].iter().map(|d| format!("{} ({:?})", d.cause, d.confidence).to_lowercase()).collect();
+        let rest: Vec<String> = pod.diagnoses[shown..]
+            .iter()
+            .map(|d| format!("{} ({:?})", d.cause, d.confidence).to_lowercase())
+            .collect();
         let _ = writeln!(out, "  also considered: {}", rest.join(", "));
     }
     for t in &pod.timeline {
-        let stages: Vec<String> = t.stages.iter().map(|m| match m.at_seconds {
-            Some(s) => format!("{} @{}s", m.stage.describe(), s),
-            None => m.stage.describe().to_string(),
-        }).collect();
+        let stages: Vec<String> = t
+            .stages
+            .iter()
+            .map(|m| match m.at_seconds {
+                Some(s) => format!("{} @{}s", m.stage.describe(), s),
+                None => m.stage.describe().to_string(),
+            })
+            .collect();
         let _ = writeln!(out, "  startup ({}): {}", t.log, stages.join(" -> "));
     }
     if !pod.missing.is_empty() {
-        let _ = writeln!(out, "  {}", paint("missing evidence:", style, |s| s.yellow().to_string()));
+        let _ = writeln!(
+            out,
+            "  {}",
+            paint("missing evidence:", style, |s| s.yellow().to_string())
+        );
         for m in &pod.missing {
             let _ = writeln!(out, "    - {}: {}", m.what, m.why);
         }
@@ -77,8 +104,18 @@ fn diagnosis_block(out: &mut String, d: &Diagnosis, first: bool, style: Style) {
         Confidence::Low => s.dimmed().to_string(),
     });
     let marker = if first { "cause" } else { "  or " };
-    let cause = paint(d.cause.id(), style, |s| if first { s.red().bold().to_string() } else { s.bold().to_string() });
-    let container = d.container.as_ref().map(|c| format!(" in container {c}")).unwrap_or_default();
+    let cause = paint(d.cause.id(), style, |s| {
+        if first {
+            s.red().bold().to_string()
+        } else {
+            s.bold().to_string()
+        }
+    });
+    let container = d
+        .container
+        .as_ref()
+        .map(|c| format!(" in container {c}"))
+        .unwrap_or_default();
     let _ = writeln!(out, "  {marker} {cause} ({conf}){container}");
     let _ = writeln!(out, "    {}", d.summary);
     if !first && !style.all {
@@ -86,8 +123,20 @@ fn diagnosis_block(out: &mut String, d: &Diagnosis, first: bool, style: Style) {
     }
     let _ = writeln!(out, "    evidence:");
     for e in &d.evidence {
-        let loc = e.location.as_ref().map(|l| format!(" [{l}]")).unwrap_or_default();
-        let _ = writeln!(out, "      {} {}{}", paint(&format!("{}:", e.reference), style, |s| s.cyan().to_string()), e.text, loc);
+        let loc = e
+            .location
+            .as_ref()
+            .map(|l| format!(" [{l}]"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "      {} {}{}",
+            paint(&format!("{}:", e.reference), style, |s| s
+                .cyan()
+                .to_string()),
+            e.text,
+            loc
+        );
     }
     for r in &d.reasoning {
         let _ = writeln!(out, "    why: {r}");

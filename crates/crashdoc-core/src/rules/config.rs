@@ -22,45 +22,88 @@ pub static CONFIG_REF_MISSING: Rule = Rule {
     check: check_config_ref,
 };
 
-static NOT_FOUND: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i)\b(configmaps?|secrets?)\s+"([^"]+)"\s+not found"#).expect("static regex"));
-static NO_KEY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?i)couldn't find key (\S+) in (ConfigMap|Secret) ([\w./-]+)"#).expect("static regex"));
+static NOT_FOUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b(configmaps?|secrets?)\s+"([^"]+)"\s+not found"#).expect("static regex")
+});
+static NO_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)couldn't find key (\S+) in (ConfigMap|Secret) ([\w./-]+)"#)
+        .expect("static regex")
+});
 
 fn check_config_ref(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut messages: Vec<(&str, &Cite)> = cx.pod.events.iter().map(|e| (e.message.as_str(), &e.cite)).collect();
+    let mut messages: Vec<(&str, &Cite)> = cx
+        .pod
+        .events
+        .iter()
+        .map(|e| (e.message.as_str(), &e.cite))
+        .collect();
     let mut waiting: Option<&Cite> = None;
     for c in &cx.pod.containers {
-        for st in [c.state.as_ref(), c.last_state.as_ref()].into_iter().flatten() {
+        for st in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             if let Some(m) = &st.message {
                 messages.push((m.value.as_str(), &m.cite));
             }
-            if let Some(r) = st.reason.as_ref().filter(|r| r.value == "CreateContainerConfigError") {
+            if let Some(r) = st
+                .reason
+                .as_ref()
+                .filter(|r| r.value == "CreateContainerConfigError")
+            {
                 waiting = Some(&r.cite);
             }
         }
     }
-    let listed = cx.pod.listed_status.as_ref().filter(|s| s.value.contains("CreateContainerConfigError"));
+    let listed = cx
+        .pod
+        .listed_status
+        .as_ref()
+        .filter(|s| s.value.contains("CreateContainerConfigError"));
     let run_as_non_root = messages.iter().any(|(m, _)| m.contains("runAsNonRoot"));
     for (m, cite) in &messages {
         let (kind, name, key) = if let Some(c) = NO_KEY.captures(m) {
             (c[2].to_string(), c[3].to_string(), Some(c[1].to_string()))
         } else if let Some(c) = NOT_FOUND.captures(m) {
-            (c[1].trim_end_matches('s').to_string(), c[2].to_string(), None)
+            (
+                c[1].trim_end_matches('s').to_string(),
+                c[2].to_string(),
+                None,
+            )
         } else {
             continue;
         };
-        let kind_word = if kind.eq_ignore_ascii_case("secret") { "Secret" } else { "ConfigMap" };
+        let kind_word = if kind.eq_ignore_ascii_case("secret") {
+            "Secret"
+        } else {
+            "ConfigMap"
+        };
         let summary = match &key {
-            Some(k) => format!("the pod needs key {k} of {kind_word} {name}, which does not have it"),
+            Some(k) => {
+                format!("the pod needs key {k} of {kind_word} {name}, which does not have it")
+            }
             None => format!("the pod references {kind_word} {name}, which does not exist"),
         };
         let short = name.rsplit('/').next().unwrap_or(&name).to_string();
-        let mut f = Finding::new(Cause::ConfigRefMissing, 0.95, summary).container(container_referencing(cx, &short).or(cx.focus_name())).cite(cite);
+        let mut f = Finding::new(Cause::ConfigRefMissing, 0.95, summary)
+            .container(container_referencing(cx, &short).or(cx.focus_name()))
+            .cite(cite);
         f = f.cite_opt(waiting).cite_opt(listed.map(|l| &l.cite));
-        if let Some(env) = cx.pod.containers.iter().flat_map(|c| c.env.iter()).find(|e| e.from.as_ref().is_some_and(|f| f.name == short)) {
+        if let Some(env) = cx
+            .pod
+            .containers
+            .iter()
+            .flat_map(|c| c.env.iter())
+            .find(|e| e.from.as_ref().is_some_and(|f| f.name == short))
+        {
             f = f.cite(&env.cite);
         }
-        let describe = if kind_word == "Secret" { format!("describe secret {short}") } else { format!("get configmap {short} -o yaml") };
+        let describe = if kind_word == "Secret" {
+            format!("describe secret {short}")
+        } else {
+            format!("get configmap {short} -o yaml")
+        };
         f = f
             .fix(match &key {
                 Some(k) => format!("add key {k} to {kind_word} {short} (names are case-sensitive), or change the reference to a key that exists"),
@@ -80,17 +123,42 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
                 if src.optional {
                     continue;
                 }
-                let Some(obj) = cx.pod.config_objects.iter().find(|o| o.kind == src.kind && o.name == src.name) else { continue };
+                let Some(obj) = cx
+                    .pod
+                    .config_objects
+                    .iter()
+                    .find(|o| o.kind == src.kind && o.name == src.name)
+                else {
+                    continue;
+                };
                 if let Some(k) = &src.key
                     && !obj.keys.is_empty()
                     && !obj.keys.iter().any(|(n, _)| n == k)
                 {
                     out.push(
-                        Finding::new(Cause::ConfigRefMissing, 0.9, format!("env {} wants key {k} of {} {}, which has only: {}", e.name, src.kind.word(), src.name, obj.keys.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")))
-                            .container(Some(&c.name))
-                            .cite(&e.cite)
-                            .cite(&obj.cite)
-                            .fix(format!("add key {k} to {} {} or reference an existing key", src.kind.word(), src.name)),
+                        Finding::new(
+                            Cause::ConfigRefMissing,
+                            0.9,
+                            format!(
+                                "env {} wants key {k} of {} {}, which has only: {}",
+                                e.name,
+                                src.kind.word(),
+                                src.name,
+                                obj.keys
+                                    .iter()
+                                    .map(|(n, _)| n.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                        .container(Some(&c.name))
+                        .cite(&e.cite)
+                        .cite(&obj.cite)
+                        .fix(format!(
+                            "add key {k} to {} {} or reference an existing key",
+                            src.kind.word(),
+                            src.name
+                        )),
                     );
                 }
             }
@@ -111,7 +179,15 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
 }
 
 fn container_referencing<'a>(cx: &'a Context, name: &str) -> Option<&'a str> {
-    cx.pod.containers.iter().find(|c| c.env.iter().any(|e| e.from.as_ref().is_some_and(|f| f.name == name))).map(|c| c.name.as_str())
+    cx.pod
+        .containers
+        .iter()
+        .find(|c| {
+            c.env
+                .iter()
+                .any(|e| e.from.as_ref().is_some_and(|f| f.name == name))
+        })
+        .map(|c| c.name.as_str())
 }
 
 pub static BAD_CONFIG: Rule = Rule {
@@ -125,14 +201,102 @@ pub static BAD_CONFIG: Rule = Rule {
         false_positives: "A message naming a variable can also come from a missing credential (auth-failure) or an unreachable endpoint (dependency-unreachable); their specific signatures outrank this one.",
     },
     signatures: &[
-        Signature { id: "cfg.unknown-flag", kind: SigKind::Cause(Cause::BadConfig), weight: 0.75, keywords: &["unknown flag", "flag provided but not defined", "unrecognized arguments", "unknown option", "unrecognized option", "invalid option"], regex: None, meaning: "an unknown command-line flag" },
-        Signature { id: "cfg.invalid-value", kind: SigKind::Cause(Cause::BadConfig), weight: 0.62, keywords: &["invalid value", "invalid argument", "invalid configuration", "configuration error", "config error", "invalid config"], regex: None, meaning: "an invalid setting" },
-        Signature { id: "cfg.parse", kind: SigKind::Cause(Cause::BadConfig), weight: 0.6, keywords: &["error parsing", "failed to parse", "cannot unmarshal", "unknown field", "could not parse", "yaml: line"], regex: None, meaning: "a configuration file or value that does not parse" },
-        Signature { id: "cfg.required", kind: SigKind::Cause(Cause::BadConfig), weight: 0.58, keywords: &["must be set", "must be specified", "is required", "missing required", "not configured", "is not set"], regex: None, meaning: "a required setting is missing" },
-        Signature { id: "cfg.missing-setting", kind: SigKind::Cause(Cause::BadConfig), weight: 0.62, keywords: &["missing"], regex: Some(r"(?i)\bmissing\b.{0,80}\b(?:environment|env var|config\w*|setting|variable|parameter|option|argument)\b"), meaning: "a missing setting" },
-        Signature { id: "cfg.set-advice", kind: SigKind::Cause(Cause::BadConfig), weight: 0.58, keywords: &["set ", "specify", "configure", "provide"], regex: Some(r"(?i)\b(?:set|specify|configure|provide)\b[^.]{0,40}(?:`--?[a-z][\w-]*`|--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)"), meaning: "the program asks for a flag or variable to be set" },
-        Signature { id: "cfg.bootstrap-check", kind: SigKind::Cause(Cause::BadConfig), weight: 0.6, keywords: &["bootstrap check failure", "bootstrap checks failed"], regex: None, meaning: "a startup check on the environment failed" },
-        Signature { id: "cfg.usage", kind: SigKind::Cause(Cause::BadConfig), weight: 0.45, keywords: &["usage:"], regex: Some(r"^\s*[Uu]sage:\s+\S"), meaning: "the program printed its usage (wrong arguments)" },
+        Signature {
+            id: "cfg.unknown-flag",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.75,
+            keywords: &[
+                "unknown flag",
+                "flag provided but not defined",
+                "unrecognized arguments",
+                "unknown option",
+                "unrecognized option",
+                "invalid option",
+            ],
+            regex: None,
+            meaning: "an unknown command-line flag",
+        },
+        Signature {
+            id: "cfg.invalid-value",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.62,
+            keywords: &[
+                "invalid value",
+                "invalid argument",
+                "invalid configuration",
+                "configuration error",
+                "config error",
+                "invalid config",
+            ],
+            regex: None,
+            meaning: "an invalid setting",
+        },
+        Signature {
+            id: "cfg.parse",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.6,
+            keywords: &[
+                "error parsing",
+                "failed to parse",
+                "cannot unmarshal",
+                "unknown field",
+                "could not parse",
+                "yaml: line",
+            ],
+            regex: None,
+            meaning: "a configuration file or value that does not parse",
+        },
+        Signature {
+            id: "cfg.required",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.58,
+            keywords: &[
+                "must be set",
+                "must be specified",
+                "is required",
+                "missing required",
+                "not configured",
+                "is not set",
+            ],
+            regex: None,
+            meaning: "a required setting is missing",
+        },
+        Signature {
+            id: "cfg.missing-setting",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.62,
+            keywords: &["missing"],
+            regex: Some(
+                r"(?i)\bmissing\b.{0,80}\b(?:environment|env var|config\w*|setting|variable|parameter|option|argument)\b",
+            ),
+            meaning: "a missing setting",
+        },
+        Signature {
+            id: "cfg.set-advice",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.58,
+            keywords: &["set ", "specify", "configure", "provide"],
+            regex: Some(
+                r"(?i)\b(?:set|specify|configure|provide)\b[^.]{0,40}(?:`--?[a-z][\w-]*`|--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)",
+            ),
+            meaning: "the program asks for a flag or variable to be set",
+        },
+        Signature {
+            id: "cfg.bootstrap-check",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.6,
+            keywords: &["bootstrap check failure", "bootstrap checks failed"],
+            regex: None,
+            meaning: "a startup check on the environment failed",
+        },
+        Signature {
+            id: "cfg.usage",
+            kind: SigKind::Cause(Cause::BadConfig),
+            weight: 0.45,
+            keywords: &["usage:"],
+            regex: Some(r"^\s*[Uu]sage:\s+\S"),
+            meaning: "the program printed its usage (wrong arguments)",
+        },
     ],
     check: check_bad_config,
 };
@@ -143,26 +307,43 @@ static CONFIG_WORDS: LazyLock<Regex> = LazyLock::new(|| {
 
 fn check_bad_config(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Some(f) = cx.from_logs(Cause::BadConfig, |s| format!("the program rejected its configuration: {}", s.hit.sig.meaning)) {
-        out.push(f.fix("correct the flag, value or variable the log line names").cmd(cx.logs_previous_cmd(cx.focus_name())));
+    if let Some(f) = cx.from_logs(Cause::BadConfig, |s| {
+        format!(
+            "the program rejected its configuration: {}",
+            s.hit.sig.meaning
+        )
+    }) {
+        out.push(
+            f.fix("correct the flag, value or variable the log line names")
+                .cmd(cx.logs_previous_cmd(cx.focus_name())),
+        );
     }
     // An exception whose message names a variable, a flag or a setting.
     for s in cx.marker_support(SigKind::Exception) {
         let body = crate::text::strip_log_prefix(&s.hit.line.text);
-        let Some(m) = CONFIG_WORDS.find(body) else { continue };
+        let Some(m) = CONFIG_WORDS.find(body) else {
+            continue;
+        };
         let mut f = Finding::new(
             Cause::BadConfig,
             (s.score + 0.07).min(0.75),
-            format!("the program stopped on its configuration: the error names `{}`", m.as_str().trim().trim_start_matches('`')),
+            format!(
+                "the program stopped on its configuration: the error names `{}`",
+                m.as_str().trim().trim_start_matches('`')
+            ),
         )
         .container(s.log.container.as_deref().or(cx.focus_name()))
         .cite(&s.cite());
-        if m.as_str().ends_with("_PORT") || m.as_str().ends_with("_HOST") || body.contains("tcp://") {
+        if m.as_str().ends_with("_PORT") || m.as_str().ends_with("_HOST") || body.contains("tcp://")
+        {
             f = f
                 .fix("a Service named like the program's variable prefix injects <NAME>_PORT=tcp://... into every pod: rename that Service or set `enableServiceLinks: false` in the pod spec")
                 .why("Kubernetes service links set variables like <SERVICE>_PORT=tcp://IP:PORT, which collide with programs that read <PREFIX>_PORT as a number");
         }
-        out.push(f.fix("set the variable or flag the error names to a valid value").cmd(cx.logs_previous_cmd(s.log.container.as_deref())));
+        out.push(
+            f.fix("set the variable or flag the error names to a valid value")
+                .cmd(cx.logs_previous_cmd(s.log.container.as_deref())),
+        );
         break;
     }
     out
@@ -179,11 +360,87 @@ pub static AUTH_FAILURE: Rule = Rule {
         false_positives: "A 403 from a registry during image pull is image-pull; a permission denied on a file is permission.",
     },
     signatures: &[
-        Signature { id: "auth.rbac-forbidden", kind: SigKind::Cause(Cause::AuthFailure), weight: 0.88, keywords: &["is forbidden: User", "cannot get resource", "cannot list resource", "cannot watch resource", "cannot create resource", "cannot update resource", "cannot patch resource", "cannot delete resource"], regex: None, meaning: "the ServiceAccount lacks an RBAC permission" },
-        Signature { id: "auth.password-failed", kind: SigKind::Cause(Cause::AuthFailure), weight: 0.88, keywords: &["password authentication failed", "Access denied for user", "Login failed for user", "authentication failed"], regex: None, meaning: "the database refused the credentials" },
-        Signature { id: "auth.bad-token", kind: SigKind::Cause(Cause::AuthFailure), weight: 0.85, keywords: &["invalid token", "invalid user token", "invalid api key", "invalid_api_key", "token is invalid", "token has expired", "ExpiredToken", "invalid credentials", "bad credentials", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidClientTokenId"], regex: None, meaning: "the token or key is invalid or expired" },
-        Signature { id: "auth.http-401", kind: SigKind::Cause(Cause::AuthFailure), weight: 0.78, keywords: &["401", "Unauthorized", "403 Forbidden", "403 Client Error", "AccessDenied"], regex: Some(r"(?i)\b401\b.{0,40}(?:unauthori[sz]ed|client error|error|status)|(?:status|code|http)[^\n]{0,10}\b401\b|\bunauthori[sz]ed\b|403 (?:forbidden|client error)|AccessDenied"), meaning: "the server refused the request as unauthenticated or forbidden" },
-        Signature { id: "auth.gated", kind: SigKind::Cause(Cause::AuthFailure), weight: 0.85, keywords: &["gated repo", "Cannot access gated repo", "You must be authenticated", "awaiting a review from the repo authors", "Repository Not Found for url"], regex: None, meaning: "the model hub refuses access to a gated or private model" },
+        Signature {
+            id: "auth.rbac-forbidden",
+            kind: SigKind::Cause(Cause::AuthFailure),
+            weight: 0.88,
+            keywords: &[
+                "is forbidden: User",
+                "cannot get resource",
+                "cannot list resource",
+                "cannot watch resource",
+                "cannot create resource",
+                "cannot update resource",
+                "cannot patch resource",
+                "cannot delete resource",
+            ],
+            regex: None,
+            meaning: "the ServiceAccount lacks an RBAC permission",
+        },
+        Signature {
+            id: "auth.password-failed",
+            kind: SigKind::Cause(Cause::AuthFailure),
+            weight: 0.88,
+            keywords: &[
+                "password authentication failed",
+                "Access denied for user",
+                "Login failed for user",
+                "authentication failed",
+            ],
+            regex: None,
+            meaning: "the database refused the credentials",
+        },
+        Signature {
+            id: "auth.bad-token",
+            kind: SigKind::Cause(Cause::AuthFailure),
+            weight: 0.85,
+            keywords: &[
+                "invalid token",
+                "invalid user token",
+                "invalid api key",
+                "invalid_api_key",
+                "token is invalid",
+                "token has expired",
+                "ExpiredToken",
+                "invalid credentials",
+                "bad credentials",
+                "InvalidAccessKeyId",
+                "SignatureDoesNotMatch",
+                "InvalidClientTokenId",
+            ],
+            regex: None,
+            meaning: "the token or key is invalid or expired",
+        },
+        Signature {
+            id: "auth.http-401",
+            kind: SigKind::Cause(Cause::AuthFailure),
+            weight: 0.78,
+            keywords: &[
+                "401",
+                "Unauthorized",
+                "403 Forbidden",
+                "403 Client Error",
+                "AccessDenied",
+            ],
+            regex: Some(
+                r"(?i)\b401\b.{0,40}(?:unauthori[sz]ed|client error|error|status)|(?:status|code|http)[^\n]{0,10}\b401\b|\bunauthori[sz]ed\b|403 (?:forbidden|client error)|AccessDenied",
+            ),
+            meaning: "the server refused the request as unauthenticated or forbidden",
+        },
+        Signature {
+            id: "auth.gated",
+            kind: SigKind::Cause(Cause::AuthFailure),
+            weight: 0.85,
+            keywords: &[
+                "gated repo",
+                "Cannot access gated repo",
+                "You must be authenticated",
+                "awaiting a review from the repo authors",
+                "Repository Not Found for url",
+            ],
+            regex: None,
+            meaning: "the model hub refuses access to a gated or private model",
+        },
     ],
     check: check_auth,
 };
@@ -191,7 +448,9 @@ pub static AUTH_FAILURE: Rule = Rule {
 static RBAC: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"User "(system:serviceaccount:([^:"]+):([^"]+))" cannot (\w+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]+)")?"#).expect("static regex")
 });
-static CREDENTIAL_KEY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)key|token|password|secret|credential|passwd|auth").expect("static regex"));
+static CREDENTIAL_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)key|token|password|secret|credential|passwd|auth").expect("static regex")
+});
 
 fn check_auth(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -218,11 +477,21 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
     }
     // Empty credential keys in a Secret, while the pod fails.
     for o in &cx.pod.config_objects {
-        let empty: Vec<&str> = o.keys.iter().filter(|(k, size)| *size == Some(0) && CREDENTIAL_KEY.is_match(k)).map(|(k, _)| k.as_str()).collect();
+        let empty: Vec<&str> = o
+            .keys
+            .iter()
+            .filter(|(k, size)| *size == Some(0) && CREDENTIAL_KEY.is_match(k))
+            .map(|(k, _)| k.as_str())
+            .collect();
         if empty.is_empty() {
             continue;
         }
-        let failing = cx.pod.is_restarting() || cx.pod.logs.iter().any(|l| l.hits.iter().any(|h| matches!(h.sig.kind, SigKind::Cause(_))));
+        let failing = cx.pod.is_restarting()
+            || cx.pod.logs.iter().any(|l| {
+                l.hits
+                    .iter()
+                    .any(|h| matches!(h.sig.kind, SigKind::Cause(_)))
+            });
         if !failing {
             continue;
         }

@@ -44,22 +44,116 @@ pub fn model_server(pod: &Pod) -> Option<&'static str> {
             texts.push(h.line.text.to_ascii_lowercase());
         }
     }
-    SERVERS.iter().find(|(k, _)| texts.iter().any(|t| t.contains(k))).map(|(_, name)| *name)
+    SERVERS
+        .iter()
+        .find(|(k, _)| texts.iter().any(|t| t.contains(k)))
+        .map(|(_, name)| *name)
 }
 
 /// Startup stages in the logs, to rebuild the timeline and measure startup.
 pub static STAGES: &[Signature] = &[
-    Signature { id: "stage.download", kind: SigKind::Stage(Stage::Download), weight: 0.1, keywords: &["Download:", "Downloading", "Fetching", "pulling manifest"], regex: Some(r"(?i)download(?:ing)?\b.{0,40}(?:model|weights|shard|safetensors|\.bin|files|\[\d+/\d+\])|Download: \[|Fetching \d+ files|pulling manifest"), meaning: "downloading weights" },
-    Signature { id: "stage.load", kind: SigKind::Stage(Stage::LoadWeights), weight: 0.1, keywords: &["Starting to load model", "Loading model weights", "Loading safetensors", "llama_model_load", "loading model", "Loading weights"], regex: None, meaning: "loading weights" },
-    Signature { id: "stage.loaded", kind: SigKind::Stage(Stage::WeightsLoaded), weight: 0.1, keywords: &["Loading weights took", "Model loading took", "model weights took", "Loaded model", "successfully loaded"], regex: None, meaning: "weights loaded" },
-    Signature { id: "stage.kv", kind: SigKind::Stage(Stage::KvCache), weight: 0.1, keywords: &["# GPU blocks", "num_gpu_blocks", "Available KV cache memory", "KV cache size", "Memory profiling takes"], regex: None, meaning: "KV cache allocated" },
-    Signature { id: "stage.graphs", kind: SigKind::Stage(Stage::CudaGraphs), weight: 0.1, keywords: &["Capturing cudagraphs", "Capturing CUDA graph", "Graph capturing finished", "torch.compile takes", "Compiling a graph"], regex: None, meaning: "CUDA graphs / compilation" },
-    Signature { id: "stage.listening", kind: SigKind::Stage(Stage::Listening), weight: 0.1, keywords: &["Uvicorn running on", "Application startup complete", "Started GRPCInferenceService", "Started HTTPService", "server is listening", "Listening on", "Connected", "Started server process"], regex: Some(r"(?i)uvicorn running on|application startup complete|Started (?:GRPCInferenceService|HTTPService)|server is listening|listening on|^\S*\s*Connected$|Started server process"), meaning: "serving" },
-    Signature { id: "stage.started-in", kind: SigKind::Stage(Stage::Listening), weight: 0.1, keywords: &[" in "], regex: Some(r"(?i)\bstarted\b.{0,60}\bin (\d+(?:\.\d+)?) ?(?:s\b|sec|seconds)"), meaning: "started" },
+    Signature {
+        id: "stage.download",
+        kind: SigKind::Stage(Stage::Download),
+        weight: 0.1,
+        keywords: &["Download:", "Downloading", "Fetching", "pulling manifest"],
+        regex: Some(
+            r"(?i)download(?:ing)?\b.{0,40}(?:model|weights|shard|safetensors|\.bin|files|\[\d+/\d+\])|Download: \[|Fetching \d+ files|pulling manifest",
+        ),
+        meaning: "downloading weights",
+    },
+    Signature {
+        id: "stage.load",
+        kind: SigKind::Stage(Stage::LoadWeights),
+        weight: 0.1,
+        keywords: &[
+            "Starting to load model",
+            "Loading model weights",
+            "Loading safetensors",
+            "llama_model_load",
+            "loading model",
+            "Loading weights",
+        ],
+        regex: None,
+        meaning: "loading weights",
+    },
+    Signature {
+        id: "stage.loaded",
+        kind: SigKind::Stage(Stage::WeightsLoaded),
+        weight: 0.1,
+        keywords: &[
+            "Loading weights took",
+            "Model loading took",
+            "model weights took",
+            "Loaded model",
+            "successfully loaded",
+        ],
+        regex: None,
+        meaning: "weights loaded",
+    },
+    Signature {
+        id: "stage.kv",
+        kind: SigKind::Stage(Stage::KvCache),
+        weight: 0.1,
+        keywords: &[
+            "# GPU blocks",
+            "num_gpu_blocks",
+            "Available KV cache memory",
+            "KV cache size",
+            "Memory profiling takes",
+        ],
+        regex: None,
+        meaning: "KV cache allocated",
+    },
+    Signature {
+        id: "stage.graphs",
+        kind: SigKind::Stage(Stage::CudaGraphs),
+        weight: 0.1,
+        keywords: &[
+            "Capturing cudagraphs",
+            "Capturing CUDA graph",
+            "Graph capturing finished",
+            "torch.compile takes",
+            "Compiling a graph",
+        ],
+        regex: None,
+        meaning: "CUDA graphs / compilation",
+    },
+    Signature {
+        id: "stage.listening",
+        kind: SigKind::Stage(Stage::Listening),
+        weight: 0.1,
+        keywords: &[
+            "Uvicorn running on",
+            "Application startup complete",
+            "Started GRPCInferenceService",
+            "Started HTTPService",
+            "server is listening",
+            "Listening on",
+            "Connected",
+            "Started server process",
+        ],
+        regex: Some(
+            r"(?i)uvicorn running on|application startup complete|Started (?:GRPCInferenceService|HTTPService)|server is listening|listening on|^\S*\s*Connected$|Started server process",
+        ),
+        meaning: "serving",
+    },
+    Signature {
+        id: "stage.started-in",
+        kind: SigKind::Stage(Stage::Listening),
+        weight: 0.1,
+        keywords: &[" in "],
+        regex: Some(r"(?i)\bstarted\b.{0,60}\bin (\d+(?:\.\d+)?) ?(?:s\b|sec|seconds)"),
+        meaning: "started",
+    },
 ];
 
-static CLOCK: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\b").expect("static regex"));
-static STARTED_IN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\bstarted\b.{0,60}\bin (\d+(?:\.\d+)?) ?(?:s\b|sec|seconds)").expect("static regex"));
+static CLOCK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\b").expect("static regex"));
+static STARTED_IN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bstarted\b.{0,60}\bin (\d+(?:\.\d+)?) ?(?:s\b|sec|seconds)")
+        .expect("static regex")
+});
 
 fn clock(line: &str) -> Option<i64> {
     let c = CLOCK.captures(line)?;
@@ -81,13 +175,19 @@ pub fn timeline(log: &crate::scan::LogScan) -> Vec<StageMark> {
     let t0 = log.head.iter().find_map(|l| clock(&l.text));
     let mut out: Vec<StageMark> = Vec::new();
     for h in &log.hits {
-        let SigKind::Stage(stage) = h.sig.kind else { continue };
+        let SigKind::Stage(stage) = h.sig.kind else {
+            continue;
+        };
         let at = match (t0, clock(&h.line.text)) {
             (Some(a), Some(b)) => Some((b - a + 86400) % 86400),
             _ => None,
         };
         if !out.iter().any(|m| m.stage == stage) {
-            out.push(StageMark { stage, line: h.line.number, at_seconds: at });
+            out.push(StageMark {
+                stage,
+                line: h.line.number,
+                at_seconds: at,
+            });
         }
     }
     out
@@ -101,7 +201,10 @@ pub fn startup_seconds(cx: &Context) -> Option<(i64, String)> {
             if let Some(c) = STARTED_IN.captures(&h.line.text)
                 && let Ok(s) = c[1].parse::<f64>()
             {
-                return Some((s.ceil() as i64, format!("`{}`", crate::text::clip(h.line.text.trim(), 80))));
+                return Some((
+                    s.ceil() as i64,
+                    format!("`{}`", crate::text::clip(h.line.text.trim(), 80)),
+                ));
             }
         }
         let tl = timeline(l);
@@ -112,11 +215,17 @@ pub fn startup_seconds(cx: &Context) -> Option<(i64, String)> {
             return Some((at, format!("{} line {} reached serving", l.file, m.line)));
         }
         // Died before serving: the last stage reached bounds the startup from below.
-        if let Some(m) = tl.iter().filter(|m| m.at_seconds.is_some()).max_by_key(|m| m.at_seconds)
+        if let Some(m) = tl
+            .iter()
+            .filter(|m| m.at_seconds.is_some())
+            .max_by_key(|m| m.at_seconds)
             && let Some(at) = m.at_seconds
             && at > 0
         {
-            return Some((at, format!("{} was still {} at {}s", l.file, m.stage.describe(), at)));
+            return Some((
+                at,
+                format!("{} was still {} at {}s", l.file, m.stage.describe(), at),
+            ));
         }
     }
     None
@@ -133,40 +242,108 @@ pub static GPU_OOM: Rule = Rule {
         false_positives: "A process already holding the GPU (a leftover pod, another container sharing it) causes the same message: check nvidia-smi on the node.",
     },
     signatures: &[
-        Signature { id: "gpu.cuda-oom", kind: SigKind::Cause(Cause::GpuOom), weight: 0.9, keywords: &["CUDA out of memory", "CUDA error: out of memory", "OutOfMemoryError", "cudaErrorMemoryAllocation", "CUBLAS_STATUS_ALLOC_FAILED", "out of device memory", "hipErrorOutOfMemory", "cudaMalloc failed"], regex: Some(r"(?i)cuda out of memory|cuda error: out of memory|torch\.(?:cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|out of device memory|hipErrorOutOfMemory|cudaMalloc failed"), meaning: "the GPU ran out of memory" },
-        Signature { id: "gpu.kv-cache", kind: SigKind::Cause(Cause::GpuOom), weight: 0.88, keywords: &["KV cache", "cache blocks", "Lack of device memory", "Not enough memory for"], regex: Some(r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|exceeds|too small|not enough)|Lack of device memory"), meaning: "the KV cache does not fit in GPU memory" },
-        Signature { id: "gpu.tf-oom", kind: SigKind::Cause(Cause::GpuOom), weight: 0.85, keywords: &["RESOURCE_EXHAUSTED", "failed to allocate"], regex: Some(r"(?i)RESOURCE_EXHAUSTED: OOM|Out of memory while trying to allocate|ggml_backend_cuda_buffer_type_alloc_buffer|failed to allocate .{0,40}(?:GPU|CUDA|device)"), meaning: "the accelerator could not allocate memory" },
+        Signature {
+            id: "gpu.cuda-oom",
+            kind: SigKind::Cause(Cause::GpuOom),
+            weight: 0.9,
+            keywords: &[
+                "CUDA out of memory",
+                "CUDA error: out of memory",
+                "OutOfMemoryError",
+                "cudaErrorMemoryAllocation",
+                "CUBLAS_STATUS_ALLOC_FAILED",
+                "out of device memory",
+                "hipErrorOutOfMemory",
+                "cudaMalloc failed",
+            ],
+            regex: Some(
+                r"(?i)cuda out of memory|cuda error: out of memory|torch\.(?:cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|out of device memory|hipErrorOutOfMemory|cudaMalloc failed",
+            ),
+            meaning: "the GPU ran out of memory",
+        },
+        Signature {
+            id: "gpu.kv-cache",
+            kind: SigKind::Cause(Cause::GpuOom),
+            weight: 0.88,
+            keywords: &[
+                "KV cache",
+                "cache blocks",
+                "Lack of device memory",
+                "Not enough memory for",
+            ],
+            regex: Some(
+                r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|exceeds|too small|not enough)|Lack of device memory",
+            ),
+            meaning: "the KV cache does not fit in GPU memory",
+        },
+        Signature {
+            id: "gpu.tf-oom",
+            kind: SigKind::Cause(Cause::GpuOom),
+            weight: 0.85,
+            keywords: &["RESOURCE_EXHAUSTED", "failed to allocate"],
+            regex: Some(
+                r"(?i)RESOURCE_EXHAUSTED: OOM|Out of memory while trying to allocate|ggml_backend_cuda_buffer_type_alloc_buffer|failed to allocate .{0,40}(?:GPU|CUDA|device)",
+            ),
+            meaning: "the accelerator could not allocate memory",
+        },
     ],
     check: check_gpu_oom,
 };
 
-static GPU_UTIL: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"--gpu[-_]memory[-_]utilization[= ](0?\.\d+|1(?:\.0)?)").expect("static regex"));
-static MAX_TOKENS: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"maximum number of tokens that can be stored in KV cache \((\d+)\)").expect("static regex"));
+static GPU_UTIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"--gpu[-_]memory[-_]utilization[= ](0?\.\d+|1(?:\.0)?)").expect("static regex")
+});
+static MAX_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"maximum number of tokens that can be stored in KV cache \((\d+)\)")
+        .expect("static regex")
+});
 
 fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
     let server = model_server(cx.pod);
-    let Some(mut f) = cx.from_logs(Cause::GpuOom, |s| {
-        let l = &s.hit.line.text;
-        let when = if l.contains("cudagraph") || l.contains("cuda_graph") || l.contains("capture") || s.log.hits.iter().any(|h| h.line.text.contains("cuda.graph") || h.line.text.contains("cudagraph")) {
-            " while capturing CUDA graphs"
-        } else if l.contains("KV cache") || l.contains("cache blocks") {
-            " sizing the KV cache"
-        } else {
-            ""
-        };
-        format!("the GPU ran out of memory{when} ({}), not the container's RAM limit", server.unwrap_or("the program"))
-    }) else {
+    let Some(mut f) =
+        cx.from_logs(Cause::GpuOom, |s| {
+            let l = &s.hit.line.text;
+            let when = if l.contains("cudagraph")
+                || l.contains("cuda_graph")
+                || l.contains("capture")
+                || s.log.hits.iter().any(|h| {
+                    h.line.text.contains("cuda.graph") || h.line.text.contains("cudagraph")
+                }) {
+                " while capturing CUDA graphs"
+            } else if l.contains("KV cache") || l.contains("cache blocks") {
+                " sizing the KV cache"
+            } else {
+                ""
+            };
+            format!(
+                "the GPU ran out of memory{when} ({}), not the container's RAM limit",
+                server.unwrap_or("the program")
+            )
+        })
+    else {
         return vec![];
     };
-    let args: String = cx.pod.containers.iter().map(|c| [c.command.join(" "), c.args.join(" ")].join(" ")).collect::<Vec<_>>().join(" ");
+    let args: String = cx
+        .pod
+        .containers
+        .iter()
+        .map(|c| [c.command.join(" "), c.args.join(" ")].join(" "))
+        .collect::<Vec<_>>()
+        .join(" ");
     if let Some(c) = GPU_UTIL.captures(&args) {
         let u: f64 = c[1].parse().unwrap_or(0.9);
         f = f.fix(format!("lower --gpu-memory-utilization from {u} to {:.2}, leaving room for CUDA graphs and activations", (u - 0.1).max(0.5)));
     } else if server == Some("vLLM") {
         f = f.fix("lower --gpu-memory-utilization (default 0.9) to 0.8, leaving room for CUDA graphs and activations");
     }
-    if let Some(n) = f.evidence.iter().find_map(|e| MAX_TOKENS.captures(&e.text).map(|c| c[1].to_string())) {
-        f = f.fix(format!("set --max-model-len {n} (what fits in the KV cache) or less"));
+    if let Some(n) = f
+        .evidence
+        .iter()
+        .find_map(|e| MAX_TOKENS.captures(&e.text).map(|c| c[1].to_string()))
+    {
+        f = f.fix(format!(
+            "set --max-model-len {n} (what fits in the KV cache) or less"
+        ));
     } else {
         f = f.fix("lower --max-model-len / --max-num-seqs so the KV cache fits");
     }
@@ -174,10 +351,11 @@ fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
         f = f.fix("or run with --enforce-eager to skip CUDA graph capture");
     }
     let c = f.container.clone();
-    vec![f
-        .fix("or use a quantized model, or shard it across more GPUs (--tensor-parallel-size)")
-        .cmd(cx.logs_previous_cmd(c.as_deref()))
-        .cmd(cx.kubectl(&format!("exec {} -- nvidia-smi", cx.pod_name())))]
+    vec![
+        f.fix("or use a quantized model, or shard it across more GPUs (--tensor-parallel-size)")
+            .cmd(cx.logs_previous_cmd(c.as_deref()))
+            .cmd(cx.kubectl(&format!("exec {} -- nvidia-smi", cx.pod_name()))),
+    ]
 }
 
 pub static GPU_UNAVAILABLE: Rule = Rule {
@@ -191,17 +369,86 @@ pub static GPU_UNAVAILABLE: Rule = Rule {
         false_positives: "A pod Pending for `Insufficient nvidia.com/gpu` is unschedulable first; the GPU shortage is noted as second.",
     },
     signatures: &[
-        Signature { id: "gpu.no-device", kind: SigKind::Cause(Cause::GpuUnavailable), weight: 0.9, keywords: &["no CUDA-capable device", "No CUDA GPUs are available", "CUDA_ERROR_NO_DEVICE", "Found no NVIDIA driver", "cudaGetDeviceCount"], regex: None, meaning: "the container sees no GPU" },
-        Signature { id: "gpu.driver-too-old", kind: SigKind::Cause(Cause::GpuUnavailable), weight: 0.92, keywords: &["driver version is insufficient", "driver on your system is too old", "cudaErrorInsufficientDriver", "forward compatibility was attempted on non supported HW", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"], regex: None, meaning: "the node's NVIDIA driver is older than the image's CUDA needs" },
-        Signature { id: "gpu.nvml", kind: SigKind::Cause(Cause::GpuUnavailable), weight: 0.88, keywords: &["Failed to initialize NVML", "Driver/library version mismatch", "NVIDIA-SMI has failed", "couldn't communicate with the NVIDIA driver"], regex: None, meaning: "the NVIDIA driver cannot be reached from the container" },
-        Signature { id: "gpu.container-cli", kind: SigKind::Cause(Cause::GpuUnavailable), weight: 0.86, keywords: &["nvidia-container-cli", "could not select device driver"], regex: None, meaning: "the NVIDIA container runtime could not set up the GPU" },
-        Signature { id: "gpu.driver-module", kind: SigKind::Cause(Cause::GpuUnavailable), weight: 0.82, keywords: &["nvidia.ko", "NVIDIA kernel module", "Failed to load the NVIDIA", "nvidia-uvm"], regex: Some(r"(?i)(?:error|fail|unable|cannot|could not|incompatible).{0,80}(?:nvidia\.ko|nvidia kernel module|nvidia-uvm)|(?:nvidia\.ko|NVIDIA kernel module).{0,80}(?:error|fail|incompatible|GPL)|Failed to load the NVIDIA"), meaning: "the NVIDIA kernel driver cannot be built or loaded" },
-        Signature { id: "gpu.libcuda", kind: SigKind::Cause(Cause::GpuUnavailable), weight: 0.84, keywords: &["libcuda.so", "libnvidia-ml.so"], regex: Some(r"(?i)(?:libcuda\.so|libnvidia-ml\.so).{0,60}(?:cannot open|not found|no such file)"), meaning: "the NVIDIA driver libraries are not mounted into the container" },
+        Signature {
+            id: "gpu.no-device",
+            kind: SigKind::Cause(Cause::GpuUnavailable),
+            weight: 0.9,
+            keywords: &[
+                "no CUDA-capable device",
+                "No CUDA GPUs are available",
+                "CUDA_ERROR_NO_DEVICE",
+                "Found no NVIDIA driver",
+                "cudaGetDeviceCount",
+            ],
+            regex: None,
+            meaning: "the container sees no GPU",
+        },
+        Signature {
+            id: "gpu.driver-too-old",
+            kind: SigKind::Cause(Cause::GpuUnavailable),
+            weight: 0.92,
+            keywords: &[
+                "driver version is insufficient",
+                "driver on your system is too old",
+                "cudaErrorInsufficientDriver",
+                "forward compatibility was attempted on non supported HW",
+                "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+            ],
+            regex: None,
+            meaning: "the node's NVIDIA driver is older than the image's CUDA needs",
+        },
+        Signature {
+            id: "gpu.nvml",
+            kind: SigKind::Cause(Cause::GpuUnavailable),
+            weight: 0.88,
+            keywords: &[
+                "Failed to initialize NVML",
+                "Driver/library version mismatch",
+                "NVIDIA-SMI has failed",
+                "couldn't communicate with the NVIDIA driver",
+            ],
+            regex: None,
+            meaning: "the NVIDIA driver cannot be reached from the container",
+        },
+        Signature {
+            id: "gpu.container-cli",
+            kind: SigKind::Cause(Cause::GpuUnavailable),
+            weight: 0.86,
+            keywords: &["nvidia-container-cli", "could not select device driver"],
+            regex: None,
+            meaning: "the NVIDIA container runtime could not set up the GPU",
+        },
+        Signature {
+            id: "gpu.driver-module",
+            kind: SigKind::Cause(Cause::GpuUnavailable),
+            weight: 0.82,
+            keywords: &[
+                "nvidia.ko",
+                "NVIDIA kernel module",
+                "Failed to load the NVIDIA",
+                "nvidia-uvm",
+            ],
+            regex: Some(
+                r"(?i)(?:error|fail|unable|cannot|could not|incompatible).{0,80}(?:nvidia\.ko|nvidia kernel module|nvidia-uvm)|(?:nvidia\.ko|NVIDIA kernel module).{0,80}(?:error|fail|incompatible|GPL)|Failed to load the NVIDIA",
+            ),
+            meaning: "the NVIDIA kernel driver cannot be built or loaded",
+        },
+        Signature {
+            id: "gpu.libcuda",
+            kind: SigKind::Cause(Cause::GpuUnavailable),
+            weight: 0.84,
+            keywords: &["libcuda.so", "libnvidia-ml.so"],
+            regex: Some(
+                r"(?i)(?:libcuda\.so|libnvidia-ml\.so).{0,60}(?:cannot open|not found|no such file)",
+            ),
+            meaning: "the NVIDIA driver libraries are not mounted into the container",
+        },
     ],
     check: check_gpu_unavailable,
 };
 
-static FOUND_VERSION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"found version (\d{4,5})").expect("static regex"));
+static FOUND_VERSION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"found version (\d{4,5})").expect("static regex"));
 
 fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -210,7 +457,11 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         if let Some(c) = FOUND_VERSION.captures(&s.hit.line.text)
             && let Ok(v) = c[1].parse::<u32>()
         {
-            m.push_str(&format!(" (the driver supports CUDA up to {}.{})", v / 1000, v % 1000 / 10));
+            m.push_str(&format!(
+                " (the driver supports CUDA up to {}.{})",
+                v / 1000,
+                v % 1000 / 10
+            ));
         }
         m
     }) {
@@ -231,7 +482,11 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         out.push(f.cmd(cx.kubectl("get pods -A -l app=nvidia-device-plugin-daemonset")));
     }
     // A GPU request on a node that advertises none.
-    let wants_gpu = cx.pod.containers.iter().find_map(|c| c.limits.get("nvidia.com/gpu"));
+    let wants_gpu = cx
+        .pod
+        .containers
+        .iter()
+        .find_map(|c| c.limits.get("nvidia.com/gpu"));
     if let (Some(g), Some(n)) = (wants_gpu, &cx.pod.node)
         && n.allocatable.get("nvidia.com/gpu").is_none_or(|v| v == "0")
     {
@@ -242,11 +497,36 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
                 .cmd(format!("kubectl describe node {}", n.name)),
         );
     }
-    if let Some(e) = cx.events_with(|e| e.reason == "FailedScheduling" && e.message.contains("nvidia.com/gpu")).first() {
-        out.push(Finding::new(Cause::GpuUnavailable, 0.6, "no node has a free nvidia.com/gpu for the pod").container(cx.focus_name()).cite(&e.cite));
+    if let Some(e) = cx
+        .events_with(|e| e.reason == "FailedScheduling" && e.message.contains("nvidia.com/gpu"))
+        .first()
+    {
+        out.push(
+            Finding::new(
+                Cause::GpuUnavailable,
+                0.6,
+                "no node has a free nvidia.com/gpu for the pod",
+            )
+            .container(cx.focus_name())
+            .cite(&e.cite),
+        );
     }
-    if let Some(e) = cx.events_with(|e| e.message.contains("UnexpectedAdmissionError") || e.message.contains("Allocate failed due to")).first() {
-        out.push(Finding::new(Cause::GpuUnavailable, 0.85, "the kubelet could not allocate the GPU to the pod (device plugin error)").container(cx.focus_name()).cite(&e.cite));
+    if let Some(e) = cx
+        .events_with(|e| {
+            e.message.contains("UnexpectedAdmissionError")
+                || e.message.contains("Allocate failed due to")
+        })
+        .first()
+    {
+        out.push(
+            Finding::new(
+                Cause::GpuUnavailable,
+                0.85,
+                "the kubelet could not allocate the GPU to the pod (device plugin error)",
+            )
+            .container(cx.focus_name())
+            .cite(&e.cite),
+        );
     }
     out
 }

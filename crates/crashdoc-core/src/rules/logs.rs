@@ -9,16 +9,39 @@ use std::sync::LazyLock;
 /// Markers shared by several rules: SIGTERM received, and generic exception
 /// and panic lines.
 pub static MARKERS: &[Signature] = &[
-    Signature { id: "marker.sigterm", kind: SigKind::Sigterm, weight: 0.5, keywords: &["SIGTERM", "signal 15", "KeyboardInterrupt", "signal: terminated", "terminated by signal"], regex: Some(r"(?i)sigterm|signal 15|KeyboardInterrupt|signal: terminated|terminated by signal"), meaning: "the process received SIGTERM" },
+    Signature {
+        id: "marker.sigterm",
+        kind: SigKind::Sigterm,
+        weight: 0.5,
+        keywords: &[
+            "SIGTERM",
+            "signal 15",
+            "KeyboardInterrupt",
+            "signal: terminated",
+            "terminated by signal",
+        ],
+        regex: Some(
+            r"(?i)sigterm|signal 15|KeyboardInterrupt|signal: terminated|terminated by signal",
+        ),
+        meaning: "the process received SIGTERM",
+    },
     Signature {
         id: "marker.exception",
         kind: SigKind::Exception,
         weight: 0.55,
-        keywords: &["Error", "Exception", "panic:", "panicked at", "Uncaught"],
+        keywords: &[
+            "Error",
+            "Exception",
+            "panic:",
+            "panicked at",
+            "Uncaught",
+            "Observed a panic",
+            "nil pointer dereference",
+        ],
         regex: Some(concat!(
             r"(?:^|[\s\]>)])(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|:?\s*$|\s*\()",
             r"|^\s*panic: |panicked at|^Exception in thread|^\s*Caused by: |Uncaught \w*(?:Error|Exception)",
-            r"|\((?:\w+::)*[A-Z]\w*(?:Error|Exception)\)\s*$|^Error: \S",
+            r"|\((?:\w+::)*[A-Z]\w*(?:Error|Exception)\)\s*$|^Error: \S|Observed a panic|nil pointer dereference",
         )),
         meaning: "an exception or panic",
     },
@@ -35,11 +58,59 @@ pub static MISSING_FILE: Rule = Rule {
         false_positives: "`exec: ... no such file or directory` from the runtime is the entrypoint itself: bad-command.",
     },
     signatures: &[
-        Signature { id: "file.enoent", kind: SigKind::Cause(Cause::MissingFile), weight: 0.72, keywords: &["No such file or directory", "ENOENT", "no such file"], regex: None, meaning: "a path does not exist" },
-        Signature { id: "file.python-not-found", kind: SigKind::Cause(Cause::MissingFile), weight: 0.8, keywords: &["FileNotFoundError", "can't open file"], regex: None, meaning: "a file the program opens does not exist" },
-        Signature { id: "file.hf-no-file", kind: SigKind::Cause(Cause::MissingFile), weight: 0.85, keywords: &["does not appear to have a file named", "is not a valid model identifier", "Can't load the configuration of", "not a local folder and is not a valid model"], regex: None, meaning: "the model directory lacks the files the loader expects" },
-        Signature { id: "file.module", kind: SigKind::Cause(Cause::MissingFile), weight: 0.74, keywords: &["Cannot find module", "No module named", "ModuleNotFoundError", "cannot open shared object file", "ImportError: cannot import name"], regex: None, meaning: "a module or library is missing from the image" },
-        Signature { id: "file.path-not-found", kind: SigKind::Cause(Cause::MissingFile), weight: 0.72, keywords: &["not found", "could not find", "does not exist"], regex: Some(r"(?i)(?:/[\w.@-]+){1,}\s+(?:not found|does not exist)|(?:not found|could not find|does not exist)\W{0,3}(?:[\w ]{0,20}\s)?(?:/[\w.@-]+){1,}"), meaning: "a path does not exist" },
+        Signature {
+            id: "file.enoent",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.72,
+            keywords: &["No such file or directory", "ENOENT", "no such file"],
+            regex: Some(r"(?i)no such file|\bENOENT\b"),
+            meaning: "a path does not exist",
+        },
+        Signature {
+            id: "file.python-not-found",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.8,
+            keywords: &["FileNotFoundError", "can't open file"],
+            regex: None,
+            meaning: "a file the program opens does not exist",
+        },
+        Signature {
+            id: "file.hf-no-file",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.85,
+            keywords: &[
+                "does not appear to have a file named",
+                "is not a valid model identifier",
+                "Can't load the configuration of",
+                "not a local folder and is not a valid model",
+            ],
+            regex: None,
+            meaning: "the model directory lacks the files the loader expects",
+        },
+        Signature {
+            id: "file.module",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.74,
+            keywords: &[
+                "Cannot find module",
+                "No module named",
+                "ModuleNotFoundError",
+                "cannot open shared object file",
+                "ImportError: cannot import name",
+            ],
+            regex: None,
+            meaning: "a module or library is missing from the image",
+        },
+        Signature {
+            id: "file.path-not-found",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.72,
+            keywords: &["not found", "could not find", "does not exist"],
+            regex: Some(
+                r"(?i)(?:/[\w.@-]+){1,}\s+(?:not found|does not exist)|(?:not found|could not find|does not exist)\W{0,3}(?:[\w ]{0,20}\s)?(?:/[\w.@-]+){1,}",
+            ),
+            meaning: "a path does not exist",
+        },
     ],
     check: check_missing_file,
 };
@@ -49,14 +120,26 @@ fn check_missing_file(cx: &Context) -> Vec<Finding> {
         let paths = crate::rules::placement::paths_in(&s.hit.line.text);
         match paths.first() {
             Some(p) => format!("{p} does not exist in the container: {}", s.hit.sig.meaning),
-            None => format!("the program cannot find what it loads: {}", s.hit.sig.meaning),
+            None => format!(
+                "the program cannot find what it loads: {}",
+                s.hit.sig.meaning
+            ),
         }
     }) else {
         return vec![];
     };
-    let line = f.evidence.first().map(|e| e.text.clone()).unwrap_or_default();
+    let line = f
+        .evidence
+        .first()
+        .map(|e| e.text.clone())
+        .unwrap_or_default();
     let paths = crate::rules::placement::paths_in(&line);
-    let mounts: Vec<&crate::model::Mount> = cx.pod.containers.iter().flat_map(|c| c.mounts.iter()).collect();
+    let mounts: Vec<&crate::model::Mount> = cx
+        .pod
+        .containers
+        .iter()
+        .flat_map(|c| c.mounts.iter())
+        .collect();
     if let Some(p) = paths.first() {
         if let Some(m) = mounts.iter().find(|m| p.starts_with(m.path.as_str())) {
             f = f.cite(&m.cite).why(format!("{p} is under the volume mounted at {}: the volume does not hold it (or hides what the image had there)", m.path));
@@ -67,7 +150,13 @@ fn check_missing_file(cx: &Context) -> Vec<Finding> {
     }
     f = f.fix("make the path exist where the program opens it: in the image, or on a volume mounted at that path");
     let c = f.container.clone();
-    vec![f.cmd(cx.logs_previous_cmd(c.as_deref())).cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].volumeMounts}}'", cx.pod_name())))]
+    vec![
+        f.cmd(cx.logs_previous_cmd(c.as_deref()))
+            .cmd(cx.kubectl(&format!(
+                "get pod {} -o jsonpath='{{.spec.containers[*].volumeMounts}}'",
+                cx.pod_name()
+            ))),
+    ]
 }
 
 pub static DEPENDENCY_UNREACHABLE: Rule = Rule {
@@ -81,10 +170,70 @@ pub static DEPENDENCY_UNREACHABLE: Rule = Rule {
         false_positives: "`connection refused` in a liveness probe event is the probe failing, not a dependency (probe-kill).",
     },
     signatures: &[
-        Signature { id: "dep.refused", kind: SigKind::Cause(Cause::DependencyUnreachable), weight: 0.72, keywords: &["Connection refused", "ECONNREFUSED", "connect: connection refused"], regex: None, meaning: "the dependency refused the connection (down or not ready)" },
-        Signature { id: "dep.dns", kind: SigKind::Cause(Cause::DependencyUnreachable), weight: 0.8, keywords: &["no such host", "Name or service not known", "could not translate host name", "Temporary failure in name resolution", "ENOTFOUND", "Could not resolve host", "host not found", "nodename nor servname", "getaddrinfo"], regex: None, meaning: "the host name does not resolve (no such Service?)" },
-        Signature { id: "dep.unreachable", kind: SigKind::Cause(Cause::DependencyUnreachable), weight: 0.76, keywords: &["network is unreachable", "no route to host", "EHOSTUNREACH", "ENETUNREACH"], regex: None, meaning: "there is no network route to the dependency" },
-        Signature { id: "dep.timeout", kind: SigKind::Cause(Cause::DependencyUnreachable), weight: 0.66, keywords: &["i/o timeout", "connection timed out", "ETIMEDOUT", "context deadline exceeded", "Unable to connect to endpoint", "could not connect to server", "failed to connect to", "Connection timed out"], regex: None, meaning: "the dependency did not answer" },
+        Signature {
+            id: "dep.refused",
+            kind: SigKind::Cause(Cause::DependencyUnreachable),
+            weight: 0.72,
+            keywords: &[
+                "Connection refused",
+                "ECONNREFUSED",
+                "connect: connection refused",
+            ],
+            regex: Some(r"(?i)connection refused|\bECONNREFUSED\b"),
+            meaning: "the dependency refused the connection (down or not ready)",
+        },
+        Signature {
+            id: "dep.dns",
+            kind: SigKind::Cause(Cause::DependencyUnreachable),
+            weight: 0.8,
+            keywords: &[
+                "no such host",
+                "Name or service not known",
+                "could not translate host name",
+                "Temporary failure in name resolution",
+                "ENOTFOUND",
+                "Could not resolve host",
+                "host not found",
+                "nodename nor servname",
+                "getaddrinfo",
+            ],
+            regex: Some(
+                r"(?i)no such host|Name or service not known|could not translate host name|Temporary failure in name resolution|\bENOTFOUND\b|Could not resolve host|host not found|nodename nor servname|getaddrinfo",
+            ),
+            meaning: "the host name does not resolve (no such Service?)",
+        },
+        Signature {
+            id: "dep.unreachable",
+            kind: SigKind::Cause(Cause::DependencyUnreachable),
+            weight: 0.76,
+            keywords: &[
+                "network is unreachable",
+                "no route to host",
+                "EHOSTUNREACH",
+                "ENETUNREACH",
+            ],
+            regex: Some(
+                r"(?i)network is unreachable|no route to host|\bEHOSTUNREACH\b|\bENETUNREACH\b",
+            ),
+            meaning: "there is no network route to the dependency",
+        },
+        Signature {
+            id: "dep.timeout",
+            kind: SigKind::Cause(Cause::DependencyUnreachable),
+            weight: 0.66,
+            keywords: &[
+                "i/o timeout",
+                "connection timed out",
+                "ETIMEDOUT",
+                "context deadline exceeded",
+                "Unable to connect to endpoint",
+                "could not connect to server",
+                "failed to connect to",
+                "Connection timed out",
+            ],
+            regex: None,
+            meaning: "the dependency did not answer",
+        },
     ],
     check: check_dependency,
 };
@@ -92,19 +241,31 @@ pub static DEPENDENCY_UNREACHABLE: Rule = Rule {
 static HOSTPORT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?:host name |host |dial tcp |connect to |lookup |address |\()?["']?([a-z0-9][a-z0-9.-]*[a-z0-9])["']?(?::(\d{2,5})|, (\d{2,5})\))"#).expect("static regex")
 });
-static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r#"(?:host name|lookup|resolve host:?|host)\s+["']?([a-z0-9][a-z0-9.-]*[a-z0-9])["']?"#).expect("static regex"));
+static HOSTNAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?:host name|lookup|resolve host:?|host)\s+["']?([a-z0-9][a-z0-9.-]*[a-z0-9])["']?"#,
+    )
+    .expect("static regex")
+});
 
 fn check_dependency(cx: &Context) -> Vec<Finding> {
     let Some(mut f) = cx.from_logs(Cause::DependencyUnreachable, |s| {
         let target = target_of(&s.hit.line.text);
         match target {
             Some(t) => format!("the program cannot reach {t}: {}", s.hit.sig.meaning),
-            None => format!("the program cannot reach a dependency: {}", s.hit.sig.meaning),
+            None => format!(
+                "the program cannot reach a dependency: {}",
+                s.hit.sig.meaning
+            ),
         }
     }) else {
         return vec![];
     };
-    let line = f.evidence.first().map(|e| e.text.clone()).unwrap_or_default();
+    let line = f
+        .evidence
+        .first()
+        .map(|e| e.text.clone())
+        .unwrap_or_default();
     if let Some(t) = target_of(&line) {
         let host = t.split(':').next().unwrap_or(&t).to_string();
         let is_ip = host.chars().all(|c| c.is_ascii_digit() || c == '.');
@@ -132,7 +293,10 @@ fn target_of(line: &str) -> Option<String> {
             });
         }
     }
-    HOSTNAME.captures(line).map(|c| c[1].to_string()).filter(|h| h != "not" && h != "name")
+    HOSTNAME
+        .captures(line)
+        .map(|c| c[1].to_string())
+        .filter(|h| h != "not" && h != "name")
 }
 
 pub static PORT_CONFLICT: Rule = Rule {
@@ -145,13 +309,27 @@ pub static PORT_CONFLICT: Rule = Rule {
         fix: "Give each container of the pod its own port; for hostNetwork, move the server to a free port or stop the other listener; check `ss -ltnp` on the node.",
         false_positives: "A restart of the same process while the old one still holds the port shows this briefly, once.",
     },
-    signatures: &[
-        Signature { id: "port.in-use", kind: SigKind::Cause(Cause::PortConflict), weight: 0.92, keywords: &["address already in use", "EADDRINUSE", "Only one usage of each socket address", "already in use"], regex: Some(r"(?i)address already in use|EADDRINUSE|Only one usage of each socket address|port\s*:?\s*\d+\s+(?:is\s+)?already in use|already in use.{0,30}\bport\b"), meaning: "the port is already in use" },
-    ],
+    signatures: &[Signature {
+        id: "port.in-use",
+        kind: SigKind::Cause(Cause::PortConflict),
+        weight: 0.92,
+        keywords: &[
+            "address already in use",
+            "EADDRINUSE",
+            "Only one usage of each socket address",
+            "already in use",
+        ],
+        regex: Some(
+            r"(?i)address already in use|EADDRINUSE|Only one usage of each socket address|port\s*:?\s*\d+\s+(?:is\s+)?already in use|already in use.{0,30}\bport\b",
+        ),
+        meaning: "the port is already in use",
+    }],
     check: check_port,
 };
 
-static PORT_NUM: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)port\s*:?\s*(\d{2,5})|:(\d{2,5})\b|', (\d{2,5})\)").expect("static regex"));
+static PORT_NUM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)port\s*:?\s*(\d{2,5})|:(\d{2,5})\b|', (\d{2,5})\)").expect("static regex")
+});
 
 fn check_port(cx: &Context) -> Vec<Finding> {
     let Some(mut f) = cx.from_logs(Cause::PortConflict, |s| {
@@ -163,7 +341,12 @@ fn check_port(cx: &Context) -> Vec<Finding> {
     }) else {
         return vec![];
     };
-    let ports: Vec<(String, u16)> = cx.pod.containers.iter().flat_map(|c| c.ports.iter().map(move |p| (c.name.clone(), *p))).collect();
+    let ports: Vec<(String, u16)> = cx
+        .pod
+        .containers
+        .iter()
+        .flat_map(|c| c.ports.iter().map(move |p| (c.name.clone(), *p)))
+        .collect();
     for (i, (a, p)) in ports.iter().enumerate() {
         if let Some((b, _)) = ports[i + 1..].iter().find(|(b, q)| q == p && b != a) {
             f = f.why(format!("containers {a} and {b} both declare port {p}; containers of a pod share one network namespace"));
@@ -196,24 +379,49 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
         let rank = |s: &&&super::Support| (s.log.kind == crate::scan::LogKind::Previous) as u8;
         rank(a).cmp(&rank(b)).then_with(|| {
             // A Go panic's first line, else the last exception line.
-            let go = |s: &&&super::Support| s.hit.line.text.trim_start().starts_with("panic:") as u8;
-            go(a).cmp(&go(b)).then(if go(a) == 1 { b.hit.line.number.cmp(&a.hit.line.number) } else { a.hit.line.number.cmp(&b.hit.line.number) })
+            let go =
+                |s: &&&super::Support| s.hit.line.text.trim_start().starts_with("panic:") as u8;
+            go(a).cmp(&go(b)).then(if go(a) == 1 {
+                b.hit.line.number.cmp(&a.hit.line.number)
+            } else {
+                a.hit.line.number.cmp(&b.hit.line.number)
+            })
         })
     });
     if let Some(s) = best.or(ex.first()) {
-        let text = crate::text::strip_log_prefix(&s.hit.line.text).trim().to_string();
-        let lang = if text.starts_with("panic:") || s.log.hits.iter().any(|h| h.line.text.contains("goroutine ")) {
+        let text = crate::text::strip_log_prefix(&s.hit.line.text)
+            .trim()
+            .to_string();
+        let lang = if text.starts_with("panic:")
+            || s.log
+                .hits
+                .iter()
+                .any(|h| h.line.text.contains("goroutine "))
+        {
             "a Go panic"
         } else if text.contains("panicked at") {
             "a Rust panic"
-        } else if s.log.hits.iter().any(|h| h.line.text.contains("Traceback (most recent call last)")) || text.contains("Error:") && !text.starts_with("Error:") {
+        } else if s
+            .log
+            .hits
+            .iter()
+            .any(|h| h.line.text.contains("Traceback (most recent call last)"))
+            || text.contains("Error:") && !text.starts_with("Error:")
+        {
             "an unhandled exception"
         } else {
             "an unhandled error"
         };
-        let mut f = Finding::new(Cause::AppCrash, s.score.min(0.7), format!("the application crashed with {lang}: {}", crate::text::clip(&text, 160)))
-            .container(s.log.container.as_deref().or(cx.focus_name()))
-            .cite(&s.cite());
+        let mut f = Finding::new(
+            Cause::AppCrash,
+            s.score.min(0.7),
+            format!(
+                "the application crashed with {lang}: {}",
+                crate::text::clip(&text, 160)
+            ),
+        )
+        .container(s.log.container.as_deref().or(cx.focus_name()))
+        .cite(&s.cite());
         if text.contains("nil pointer") || text.contains("NoneType") || text.contains("null") {
             f = f.why("a nil/None dereference: the program met data it did not expect (often an object missing a field); the stack's top frame in the program's own package says where");
         }
@@ -223,15 +431,26 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
     }
     // Exit 1/2 with nothing else to go on.
     for c in &cx.pod.containers {
-        let Some(t) = c.last_termination() else { continue };
+        let Some(t) = c.last_termination() else {
+            continue;
+        };
         if let Some(code @ (1 | 2)) = t.exit() {
             let name = cx.container_or_focus(Some(c));
-            let mut f = Finding::new(Cause::AppCrash, 0.35, format!("{} exited with code {code}: the program stopped on an error", name.unwrap_or("the container")))
-                .container(name)
-                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
-                .cmd(cx.logs_previous_cmd(name));
+            let mut f = Finding::new(
+                Cause::AppCrash,
+                0.35,
+                format!(
+                    "{} exited with code {code}: the program stopped on an error",
+                    name.unwrap_or("the container")
+                ),
+            )
+            .container(name)
+            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+            .cmd(cx.logs_previous_cmd(name));
             if !cx.pod.has_previous_logs() {
-                f = f.why("the previous run's logs are not in the input; they would say why it exited");
+                f = f.why(
+                    "the previous run's logs are not in the input; they would say why it exited",
+                );
             }
             out.push(f);
         }

@@ -8,7 +8,7 @@ mod config;
 pub mod gpu;
 mod logs;
 mod placement;
-mod probes;
+pub mod probes;
 mod status;
 
 use crate::causes::Cause;
@@ -51,7 +51,16 @@ pub struct Finding {
 
 impl Finding {
     pub fn new(cause: Cause, score: f32, summary: impl Into<String>) -> Self {
-        Finding { cause, container: None, score, summary: summary.into(), evidence: vec![], fix: vec![], commands: vec![], reasoning: vec![] }
+        Finding {
+            cause,
+            container: None,
+            score,
+            summary: summary.into(),
+            evidence: vec![],
+            fix: vec![],
+            commands: vec![],
+            reasoning: vec![],
+        }
     }
     pub fn container(mut self, c: Option<&str>) -> Self {
         self.container = c.filter(|c| !c.is_empty()).map(str::to_string);
@@ -133,7 +142,11 @@ pub struct Support<'a> {
 
 impl Support<'_> {
     pub fn cite(&self) -> Cite {
-        Cite::new(SourceKind::Log, format!("{}:{}", self.log.file, self.hit.line.number), crate::text::clip(self.hit.line.text.trim(), 300))
+        Cite::new(
+            SourceKind::Log,
+            format!("{}:{}", self.log.file, self.hit.line.number),
+            crate::text::clip(self.hit.line.text.trim(), 300),
+        )
     }
 }
 
@@ -161,7 +174,9 @@ impl<'a> Context<'a> {
                 let best = log
                     .hits
                     .iter()
-                    .filter(|h| h.line.number == hit.line.number && matches!(h.sig.kind, SigKind::Cause(_)))
+                    .filter(|h| {
+                        h.line.number == hit.line.number && matches!(h.sig.kind, SigKind::Cause(_))
+                    })
                     .map(|h| h.sig.weight)
                     .fold(0.0f32, f32::max);
                 let mut w = hit.sig.weight;
@@ -178,23 +193,47 @@ impl<'a> Context<'a> {
                 if log.lines > 20 && hit.line.number >= near_end {
                     score += 0.04;
                 }
-                supports.push(Support { hit, log, score: score.min(0.97) });
+                supports.push(Support {
+                    hit,
+                    log,
+                    score: score.min(0.97),
+                });
             }
         }
-        Context { pod, focus, supports }
+        Context {
+            pod,
+            focus,
+            supports,
+        }
     }
 
     /// Log lines supporting a cause, best first.
     pub fn log_support(&self, cause: Cause) -> Vec<&Support<'a>> {
-        let mut v: Vec<&Support> = self.supports.iter().filter(|s| s.hit.sig.kind == SigKind::Cause(cause)).collect();
-        v.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.hit.line.number.cmp(&a.hit.line.number)));
+        let mut v: Vec<&Support> = self
+            .supports
+            .iter()
+            .filter(|s| s.hit.sig.kind == SigKind::Cause(cause))
+            .collect();
+        v.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.hit.line.number.cmp(&a.hit.line.number))
+        });
         v
     }
 
     /// Log lines of a given marker kind.
     pub fn marker_support(&self, kind: SigKind) -> Vec<&Support<'a>> {
-        let mut v: Vec<&Support> = self.supports.iter().filter(|s| s.hit.sig.kind == kind).collect();
-        v.sort_by(|a, b| b.score.total_cmp(&a.score).then(b.hit.line.number.cmp(&a.hit.line.number)));
+        let mut v: Vec<&Support> = self
+            .supports
+            .iter()
+            .filter(|s| s.hit.sig.kind == kind)
+            .collect();
+        v.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.hit.line.number.cmp(&a.hit.line.number))
+        });
         v
     }
 
@@ -208,7 +247,11 @@ impl<'a> Context<'a> {
             lines.len()
         };
         let score = (best.score + 0.03 * (distinct.min(4) as f32 - 1.0)).min(0.97);
-        let container = best.log.container.clone().or_else(|| self.focus_name().map(str::to_string));
+        let container = best
+            .log
+            .container
+            .clone()
+            .or_else(|| self.focus_name().map(str::to_string));
         let mut f = Finding::new(cause, score, summary(best)).container(container.as_deref());
         for s in sup.iter().take(3) {
             f = f.cite(&s.cite());
@@ -217,7 +260,9 @@ impl<'a> Context<'a> {
     }
 
     pub fn focus_name(&self) -> Option<&str> {
-        self.focus.map(|c| c.name.as_str()).filter(|n| !n.is_empty())
+        self.focus
+            .map(|c| c.name.as_str())
+            .filter(|n| !n.is_empty())
     }
 
     pub fn pod_name(&self) -> &str {
@@ -226,13 +271,28 @@ impl<'a> Context<'a> {
 
     /// `-n NS` when the namespace is known.
     pub fn ns(&self) -> String {
-        self.pod.namespace.as_ref().map(|n| format!(" -n {n}")).unwrap_or_default()
+        self.pod
+            .namespace
+            .as_ref()
+            .map(|n| format!(" -n {n}"))
+            .unwrap_or_default()
     }
 
     /// ` -c NAME` when the pod has more than one container.
     pub fn c_flag(&self, container: Option<&str>) -> String {
         match container {
-            Some(c) if !c.is_empty() && self.pod.containers.iter().filter(|x| !x.name.is_empty()).count() != 1 || container.is_some_and(|c| !c.is_empty()) && self.pod.containers.is_empty() => {
+            Some(c)
+                if !c.is_empty()
+                    && self
+                        .pod
+                        .containers
+                        .iter()
+                        .filter(|x| !x.name.is_empty())
+                        .count()
+                        != 1
+                    || container.is_some_and(|c| !c.is_empty())
+                        && self.pod.containers.is_empty() =>
+            {
                 format!(" -c {}", container.unwrap_or_default())
             }
             _ => String::new(),
@@ -244,7 +304,11 @@ impl<'a> Context<'a> {
     }
 
     pub fn logs_previous_cmd(&self, container: Option<&str>) -> String {
-        self.kubectl(&format!("logs {} --previous{}", self.pod_name(), self.c_flag(container)))
+        self.kubectl(&format!(
+            "logs {} --previous{}",
+            self.pod_name(),
+            self.c_flag(container)
+        ))
     }
 
     pub fn describe_cmd(&self) -> String {
@@ -276,23 +340,34 @@ impl<'a> Context<'a> {
 
     /// The container a status-based finding is about.
     pub fn container_or_focus<'b>(&'b self, c: Option<&'b Container>) -> Option<&'b str> {
-        c.map(|c| c.name.as_str()).filter(|n| !n.is_empty()).or(self.focus_name())
+        c.map(|c| c.name.as_str())
+            .filter(|n| !n.is_empty())
+            .or(self.focus_name())
     }
 }
 
 /// The container that is failing. A native sidecar's restarts do not hide
 /// the container that really fails.
 pub fn focus_container(pod: &Pod) -> Option<&Container> {
-    let init_failing = pod.listed_status.as_ref().is_some_and(|s| s.value.starts_with("Init:"));
+    let init_failing = pod
+        .listed_status
+        .as_ref()
+        .is_some_and(|s| s.value.starts_with("Init:"));
     pod.containers
         .iter()
         .map(|c| {
             let mut score = 0i32;
             if let Some(w) = c.waiting_reason() {
-                score += if w.value == "PodInitializing" || w.value == "ContainerCreating" { 0 } else { 3 };
+                score += if w.value == "PodInitializing" || w.value == "ContainerCreating" {
+                    0
+                } else {
+                    3
+                };
             }
             if let Some(t) = c.last_termination() {
-                if t.exit().is_some_and(|e| e != 0) || t.reason.as_ref().is_some_and(|r| r.value != "Completed") {
+                if t.exit().is_some_and(|e| e != 0)
+                    || t.reason.as_ref().is_some_and(|r| r.value != "Completed")
+                {
                     score += 2;
                 } else {
                     score += 1;
@@ -307,7 +382,9 @@ pub fn focus_container(pod: &Pod) -> Option<&Container> {
             if c.kind == ContainerKind::Init && init_failing {
                 score += 2;
             }
-            if c.kind == ContainerKind::Init && c.last_termination().is_some_and(|t| t.exit() == Some(0)) {
+            if c.kind == ContainerKind::Init
+                && c.last_termination().is_some_and(|t| t.exit() == Some(0))
+            {
                 score -= 3;
             }
             if c.kind == ContainerKind::Sidecar {
@@ -318,7 +395,13 @@ pub fn focus_container(pod: &Pod) -> Option<&Container> {
         .filter(|(s, _)| *s > 0)
         .max_by_key(|(s, c)| (*s, c.kind == ContainerKind::Main))
         .map(|(_, c)| c)
-        .or_else(|| if pod.containers.len() == 1 { pod.containers.first() } else { None })
+        .or_else(|| {
+            if pod.containers.len() == 1 {
+                pod.containers.first()
+            } else {
+                None
+            }
+        })
 }
 
 #[cfg(test)]
@@ -349,7 +432,14 @@ mod tests {
                 continue;
             }
             let r = rule(*c).unwrap_or_else(|| panic!("no rule for {c}"));
-            for (name, text) in [("what", r.doc.what), ("why", r.doc.why), ("evidence", r.doc.evidence), ("example", r.doc.example), ("fix", r.doc.fix), ("false positives", r.doc.false_positives)] {
+            for (name, text) in [
+                ("what", r.doc.what),
+                ("why", r.doc.why),
+                ("evidence", r.doc.evidence),
+                ("example", r.doc.example),
+                ("fix", r.doc.fix),
+                ("false positives", r.doc.false_positives),
+            ] {
                 assert!(text.len() > 20, "{c}: {name} is too thin");
             }
         }

@@ -17,9 +17,30 @@ pub static NODE_PRESSURE: Rule = Rule {
         false_positives: "An eviction by the API (a drain, preemption) also says Evicted: the message then names no resource.",
     },
     signatures: &[
-        Signature { id: "node.low-on-resource", kind: SigKind::Cause(Cause::NodePressure), weight: 0.88, keywords: &["The node was low on resource"], regex: None, meaning: "the kubelet evicted the pod for node pressure" },
-        Signature { id: "node.ephemeral-exceeds", kind: SigKind::Cause(Cause::NodePressure), weight: 0.88, keywords: &["ephemeral local storage usage exceeds"], regex: None, meaning: "the pod used more ephemeral storage than its limit" },
-        Signature { id: "node.evicted-word", kind: SigKind::Cause(Cause::NodePressure), weight: 0.7, keywords: &["Evicted"], regex: Some(r"^\s*'?Evicted'?\s*$"), meaning: "the pod's status reason is Evicted" },
+        Signature {
+            id: "node.low-on-resource",
+            kind: SigKind::Cause(Cause::NodePressure),
+            weight: 0.88,
+            keywords: &["The node was low on resource"],
+            regex: None,
+            meaning: "the kubelet evicted the pod for node pressure",
+        },
+        Signature {
+            id: "node.ephemeral-exceeds",
+            kind: SigKind::Cause(Cause::NodePressure),
+            weight: 0.88,
+            keywords: &["ephemeral local storage usage exceeds"],
+            regex: None,
+            meaning: "the pod used more ephemeral storage than its limit",
+        },
+        Signature {
+            id: "node.evicted-word",
+            kind: SigKind::Cause(Cause::NodePressure),
+            weight: 0.7,
+            keywords: &["Evicted"],
+            regex: Some(r"^\s*'?Evicted'?\s*$"),
+            meaning: "the pod's status reason is Evicted",
+        },
     ],
     check: check_node_pressure,
 };
@@ -42,8 +63,14 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
     let mut message = String::new();
     if let Some(r) = pod.reason.as_ref().filter(|r| r.value == "Evicted") {
         f.score = 0.95;
-        f = f.cite(&r.cite).cite_opt(pod.message.as_ref().map(|m| &m.cite));
-        message = pod.message.as_ref().map(|m| m.value.clone()).unwrap_or_default();
+        f = f
+            .cite(&r.cite)
+            .cite_opt(pod.message.as_ref().map(|m| &m.cite));
+        message = pod
+            .message
+            .as_ref()
+            .map(|m| m.value.clone())
+            .unwrap_or_default();
     }
     if let Some(s) = pod.listed_status.as_ref().filter(|s| s.value == "Evicted") {
         f.score = f.score.max(0.92);
@@ -65,13 +92,25 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
             f = f.cite(c);
         }
     }
-    if let Some(s) = pod.listed_status.as_ref().filter(|s| s.value == "ContainerStatusUnknown") {
+    if let Some(s) = pod
+        .listed_status
+        .as_ref()
+        .filter(|s| s.value == "ContainerStatusUnknown")
+    {
         // The kubelet lost track of the container: typical after an eviction.
-        f.score = if f.score > 0.0 { (f.score + 0.03).min(0.97) } else { 0.5 };
+        f.score = if f.score > 0.0 {
+            (f.score + 0.03).min(0.97)
+        } else {
+            0.5
+        };
         f = f.cite(&s.cite);
     }
     if let Some(n) = &pod.node {
-        for c in n.conditions.iter().filter(|c| c.value.contains("Pressure=True")) {
+        for c in n
+            .conditions
+            .iter()
+            .filter(|c| c.value.contains("Pressure=True"))
+        {
             f.score = f.score.max(0.6);
             f = f.cite(&c.cite);
         }
@@ -112,26 +151,54 @@ pub static VOLUME: Rule = Rule {
         false_positives: "A ConfigMap or Secret volume that does not exist also fails to mount: that is reported as config-ref-missing.",
     },
     signatures: &[
-        Signature { id: "vol.read-only-fs", kind: SigKind::Cause(Cause::Volume), weight: 0.82, keywords: &["Read-only file system", "EROFS"], regex: None, meaning: "a write to a read-only filesystem" },
-        Signature { id: "vol.multi-attach", kind: SigKind::Cause(Cause::Volume), weight: 0.85, keywords: &["Multi-Attach error"], regex: None, meaning: "the volume is attached to another node" },
-        Signature { id: "vol.mount-failed", kind: SigKind::Cause(Cause::Volume), weight: 0.78, keywords: &["MountVolume.SetUp failed", "Unable to attach or mount volumes", "mount failed"], regex: None, meaning: "a volume failed to mount" },
+        Signature {
+            id: "vol.read-only-fs",
+            kind: SigKind::Cause(Cause::Volume),
+            weight: 0.82,
+            keywords: &["Read-only file system", "EROFS"],
+            regex: None,
+            meaning: "a write to a read-only filesystem",
+        },
+        Signature {
+            id: "vol.multi-attach",
+            kind: SigKind::Cause(Cause::Volume),
+            weight: 0.85,
+            keywords: &["Multi-Attach error"],
+            regex: None,
+            meaning: "the volume is attached to another node",
+        },
+        Signature {
+            id: "vol.mount-failed",
+            kind: SigKind::Cause(Cause::Volume),
+            weight: 0.78,
+            keywords: &[
+                "MountVolume.SetUp failed",
+                "Unable to attach or mount volumes",
+                "mount failed",
+            ],
+            regex: None,
+            meaning: "a volume failed to mount",
+        },
     ],
     check: check_volume,
 };
 
 /// Paths in a line (`/mnt/models/cache`).
 pub fn paths_in(line: &str) -> Vec<&str> {
-    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | ',' | '`' | '[' | ']'))
-        .map(|w| w.trim_end_matches([':', '.', ';']))
-        .filter(|w| w.starts_with('/') && w.len() > 1)
-        .collect()
+    line.split(|c: char| {
+        c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | ',' | '`' | '[' | ']')
+    })
+    .map(|w| w.trim_end_matches([':', '.', ';']))
+    .filter(|w| w.starts_with('/') && w.len() > 1)
+    .collect()
 }
 
 fn check_volume(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in cx.events_with(|e| {
         (e.reason == "FailedMount" || e.reason == "FailedAttachVolume")
-            && !(e.message.contains("not found") && (e.message.contains("configmap") || e.message.contains("secret")))
+            && !(e.message.contains("not found")
+                && (e.message.contains("configmap") || e.message.contains("secret")))
     }) {
         let multi = e.message.contains("Multi-Attach");
         let f = Finding::new(
@@ -153,14 +220,34 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
         out.push(f.fix("mount the volume read-write where the program writes, or point the program at a writable path").cmd(cx.describe_cmd()));
     }
     // Permission or write failures on a path under a volume mount.
-    let mounts: Vec<&Mount> = cx.pod.containers.iter().flat_map(|c| c.mounts.iter()).filter(|m| !m.path.starts_with("/var/run/secrets")).collect();
-    for s in cx.log_support(Cause::Permission).into_iter().chain(cx.log_support(Cause::Volume)) {
+    let mounts: Vec<&Mount> = cx
+        .pod
+        .containers
+        .iter()
+        .flat_map(|c| c.mounts.iter())
+        .filter(|m| !m.path.starts_with("/var/run/secrets"))
+        .collect();
+    for s in cx
+        .log_support(Cause::Permission)
+        .into_iter()
+        .chain(cx.log_support(Cause::Volume))
+    {
         for p in paths_in(&s.hit.line.text) {
-            let Some(m) = mounts.iter().find(|m| p == m.path || p.starts_with(&format!("{}/", m.path.trim_end_matches('/')))) else { continue };
+            let Some(m) = mounts.iter().find(|m| {
+                p == m.path || p.starts_with(&format!("{}/", m.path.trim_end_matches('/')))
+            }) else {
+                continue;
+            };
             let summary = if m.read_only {
-                format!("the program writes to {p}, which is under the read-only volume mount {} ({})", m.path, m.name)
+                format!(
+                    "the program writes to {p}, which is under the read-only volume mount {} ({})",
+                    m.path, m.name
+                )
             } else {
-                format!("the program cannot write to {p} on the volume mounted at {} ({}): the volume's ownership or mode does not let the container's user write", m.path, m.name)
+                format!(
+                    "the program cannot write to {p} on the volume mounted at {} ({}): the volume's ownership or mode does not let the container's user write",
+                    m.path, m.name
+                )
             };
             let f = Finding::new(Cause::Volume, if m.read_only { 0.88 } else { 0.8 }, summary)
                 .container(s.log.container.as_deref().or(cx.focus_name()))
@@ -190,8 +277,27 @@ pub static DISK_FULL: Rule = Rule {
         false_positives: "A full ephemeral-storage that gets the pod evicted is reported as node-pressure.",
     },
     signatures: &[
-        Signature { id: "disk.no-space", kind: SigKind::Cause(Cause::DiskFull), weight: 0.9, keywords: &["No space left on device", "ENOSPC"], regex: None, meaning: "the disk is full" },
-        Signature { id: "disk.quota", kind: SigKind::Cause(Cause::DiskFull), weight: 0.82, keywords: &["disk quota exceeded", "Disk full", "not enough free space", "insufficient disk space"], regex: None, meaning: "the disk or its quota is full" },
+        Signature {
+            id: "disk.no-space",
+            kind: SigKind::Cause(Cause::DiskFull),
+            weight: 0.9,
+            keywords: &["No space left on device", "ENOSPC"],
+            regex: Some(r"(?i)no space left on device|\bENOSPC\b"),
+            meaning: "the disk is full",
+        },
+        Signature {
+            id: "disk.quota",
+            kind: SigKind::Cause(Cause::DiskFull),
+            weight: 0.82,
+            keywords: &[
+                "disk quota exceeded",
+                "Disk full",
+                "not enough free space",
+                "insufficient disk space",
+            ],
+            regex: None,
+            meaning: "the disk or its quota is full",
+        },
     ],
     check: check_disk_full,
 };
@@ -220,8 +326,16 @@ fn check_disk_full(cx: &Context) -> Vec<Finding> {
         out.push(f.cmd(cx.kubectl(&format!("exec {} -- df -h", cx.pod_name()))).cmd(cx.kubectl("get pvc")));
     }
     if let Some(n) = &cx.pod.node {
-        for c in n.conditions.iter().filter(|c| c.value.starts_with("DiskPressure=True")) {
-            out.push(Finding::new(Cause::DiskFull, 0.6, "the node reports DiskPressure").container(cx.focus_name()).cite(&c.cite));
+        for c in n
+            .conditions
+            .iter()
+            .filter(|c| c.value.starts_with("DiskPressure=True"))
+        {
+            out.push(
+                Finding::new(Cause::DiskFull, 0.6, "the node reports DiskPressure")
+                    .container(cx.focus_name())
+                    .cite(&c.cite),
+            );
         }
     }
     out
@@ -238,20 +352,73 @@ pub static PERMISSION: Rule = Rule {
         false_positives: "A permission error on a path under a volume mount is usually the volume's ownership or read-only mode: reported as volume when the mount is known.",
     },
     signatures: &[
-        Signature { id: "perm.denied", kind: SigKind::Cause(Cause::Permission), weight: 0.68, keywords: &["Permission denied", "EACCES"], regex: None, meaning: "permission denied" },
-        Signature { id: "perm.not-permitted", kind: SigKind::Cause(Cause::Permission), weight: 0.68, keywords: &["Operation not permitted", "EPERM"], regex: None, meaning: "the operation is not permitted to this user" },
-        Signature { id: "perm.run-as-non-root", kind: SigKind::Cause(Cause::Permission), weight: 0.9, keywords: &["runAsNonRoot"], regex: None, meaning: "runAsNonRoot forbids the image's user" },
-        Signature { id: "perm.needs-root", kind: SigKind::Cause(Cause::Permission), weight: 0.7, keywords: &["must be run as root", "requires root", "need to be root", "must be root"], regex: None, meaning: "the program needs root" },
-        Signature { id: "perm.cannot-write", kind: SigKind::Cause(Cause::Permission), weight: 0.62, keywords: &["Unable to write to", "is not writable", "cannot write to", "not writeable"], regex: None, meaning: "a path the program needs is not writable" },
+        Signature {
+            id: "perm.denied",
+            kind: SigKind::Cause(Cause::Permission),
+            weight: 0.68,
+            keywords: &["Permission denied", "EACCES"],
+            regex: Some(r"(?i)permission denied|\bEACCES\b"),
+            meaning: "permission denied",
+        },
+        Signature {
+            id: "perm.not-permitted",
+            kind: SigKind::Cause(Cause::Permission),
+            weight: 0.68,
+            keywords: &["Operation not permitted", "EPERM"],
+            regex: Some(r"(?i)operation not permitted|\bEPERM\b"),
+            meaning: "the operation is not permitted to this user",
+        },
+        Signature {
+            id: "perm.run-as-non-root",
+            kind: SigKind::Cause(Cause::Permission),
+            weight: 0.9,
+            keywords: &["runAsNonRoot"],
+            regex: None,
+            meaning: "runAsNonRoot forbids the image's user",
+        },
+        Signature {
+            id: "perm.needs-root",
+            kind: SigKind::Cause(Cause::Permission),
+            weight: 0.7,
+            keywords: &[
+                "must be run as root",
+                "requires root",
+                "need to be root",
+                "must be root",
+            ],
+            regex: None,
+            meaning: "the program needs root",
+        },
+        Signature {
+            id: "perm.cannot-write",
+            kind: SigKind::Cause(Cause::Permission),
+            weight: 0.62,
+            keywords: &[
+                "Unable to write to",
+                "is not writable",
+                "cannot write to",
+                "not writeable",
+            ],
+            regex: None,
+            meaning: "a path the program needs is not writable",
+        },
     ],
     check: check_permission,
 };
 
 fn check_permission(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut messages: Vec<(&str, &Cite)> = cx.pod.events.iter().map(|e| (e.message.as_str(), &e.cite)).collect();
+    let mut messages: Vec<(&str, &Cite)> = cx
+        .pod
+        .events
+        .iter()
+        .map(|e| (e.message.as_str(), &e.cite))
+        .collect();
     for c in &cx.pod.containers {
-        for st in [c.state.as_ref(), c.last_state.as_ref()].into_iter().flatten() {
+        for st in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             if let Some(m) = &st.message {
                 messages.push((m.value.as_str(), &m.cite));
             }
@@ -272,7 +439,12 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
         .cite(cite)
         .fix("set securityContext.runAsUser to the image's numeric non-root UID (for example 1000), or build the image with a numeric `USER`")
         .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.securityContext}} {{.spec.containers[*].securityContext}}'", cx.pod_name())));
-        if let Some(c) = cx.pod.containers.iter().find_map(|c| c.run_as_non_root.as_ref()) {
+        if let Some(c) = cx
+            .pod
+            .containers
+            .iter()
+            .find_map(|c| c.run_as_non_root.as_ref())
+        {
             f = f.cite(&c.cite);
         }
         out.push(f);
@@ -321,18 +493,38 @@ pub static IMAGE_PULL: Rule = Rule {
 
 fn check_image_pull(cx: &Context) -> Vec<Finding> {
     let mut f = Finding::new(Cause::ImagePull, 0.0, String::new());
-    const REASONS: &[&str] = &["ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable"];
+    const REASONS: &[&str] = &[
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "RegistryUnavailable",
+    ];
     for c in &cx.pod.containers {
-        if let Some(r) = c.waiting_reason().filter(|r| REASONS.contains(&r.value.as_str())) {
+        if let Some(r) = c
+            .waiting_reason()
+            .filter(|r| REASONS.contains(&r.value.as_str()))
+        {
             f.score = 0.95;
             f = f.cite(&r.cite).container(Some(&c.name));
         }
     }
-    if let Some(s) = cx.pod.listed_status.as_ref().filter(|s| REASONS.iter().any(|r| s.value.contains(r))) {
+    if let Some(s) = cx
+        .pod
+        .listed_status
+        .as_ref()
+        .filter(|s| REASONS.iter().any(|r| s.value.contains(r)))
+    {
         f.score = f.score.max(0.95);
         f = f.cite(&s.cite);
         if f.container.is_none() && s.value.starts_with("Init:") {
-            f = f.container(cx.pod.containers.iter().find(|c| c.kind == ContainerKind::Init).map(|c| c.name.as_str()));
+            f = f.container(
+                cx.pod
+                    .containers
+                    .iter()
+                    .find(|c| c.kind == ContainerKind::Init)
+                    .map(|c| c.name.as_str()),
+            );
         }
     }
     let events = cx.events_with(|e| {
@@ -355,13 +547,33 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
     if f.container.is_none() {
         f = f.container(cx.focus_name());
     }
-    let text: String = events.iter().map(|e| e.message.to_ascii_lowercase()).collect::<Vec<_>>().join(" ");
-    let image = events.iter().find_map(|e| e.message.split('"').nth(1).filter(|s| s.contains(':') || s.contains('/'))).map(str::to_string);
+    let text: String = events
+        .iter()
+        .map(|e| e.message.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let image = events
+        .iter()
+        .find_map(|e| {
+            e.message
+                .split('"')
+                .nth(1)
+                .filter(|s| s.contains(':') || s.contains('/'))
+        })
+        .map(str::to_string);
     f.summary = if text.contains("manifest unknown") || text.contains("not found") {
         "the image cannot be pulled: the tag or repository does not exist".to_string()
-    } else if text.contains("unauthorized") || text.contains("denied") || text.contains("401") || text.contains("403") {
-        "the image cannot be pulled: the registry refuses the pull (credentials missing or wrong)".to_string()
-    } else if text.contains("toomanyrequests") || text.contains("rate limit") || text.contains("429") {
+    } else if text.contains("unauthorized")
+        || text.contains("denied")
+        || text.contains("401")
+        || text.contains("403")
+    {
+        "the image cannot be pulled: the registry refuses the pull (credentials missing or wrong)"
+            .to_string()
+    } else if text.contains("toomanyrequests")
+        || text.contains("rate limit")
+        || text.contains("429")
+    {
         "the image cannot be pulled: the registry rate-limits the pulls".to_string()
     } else {
         "the image cannot be pulled (ImagePullBackOff): the container never ran".to_string()
@@ -409,7 +621,13 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         } else {
             "the scheduler found no node for it"
         };
-        let mut f = Finding::new(Cause::Unschedulable, 0.95, format!("the pod is not scheduled: {why}")).container(cx.focus_name()).cite(&e.cite);
+        let mut f = Finding::new(
+            Cause::Unschedulable,
+            0.95,
+            format!("the pod is not scheduled: {why}"),
+        )
+        .container(cx.focus_name())
+        .cite(&e.cite);
         if m.contains("nvidia.com/gpu") {
             f = f
                 .fix("free GPUs held by leftover pods, or add GPU nodes; `kubectl describe nodes` shows nvidia.com/gpu allocated versus allocatable")
@@ -423,26 +641,56 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         }
         out.push(f);
     }
-    let unbound: Vec<&Pvc> = cx.pod.pvcs.iter().filter(|p| p.phase.as_deref() == Some("Pending")).collect();
+    let unbound: Vec<&Pvc> = cx
+        .pod
+        .pvcs
+        .iter()
+        .filter(|p| p.phase.as_deref() == Some("Pending"))
+        .collect();
     if pending && !unbound.is_empty() {
         let p = unbound[0];
-        let mut f = Finding::new(Cause::Unschedulable, 0.85, format!("the pod waits for its volume claim {}, which is not bound", p.name)).container(cx.focus_name()).cite(&p.cite);
+        let mut f = Finding::new(
+            Cause::Unschedulable,
+            0.85,
+            format!(
+                "the pod waits for its volume claim {}, which is not bound",
+                p.name
+            ),
+        )
+        .container(cx.focus_name())
+        .cite(&p.cite);
         if let Some(s) = &cx.pod.listed_status {
             f = f.cite(&s.cite);
         }
-        for e in cx.events_with(|e| e.reason == "FailedBinding" || e.reason == "ProvisioningFailed") {
+        for e in cx.events_with(|e| e.reason == "FailedBinding" || e.reason == "ProvisioningFailed")
+        {
             f = f.cite(&e.cite);
             if e.message.contains("no storage class") {
-                f.summary.push_str(": no PersistentVolume matches and no StorageClass is set to provision one");
+                f.summary.push_str(
+                    ": no PersistentVolume matches and no StorageClass is set to provision one",
+                );
                 f = f.fix("set storageClassName on the claim (or mark a StorageClass as default), or create a matching PersistentVolume");
             }
         }
-        out.push(f.fix("describe the claim to see why it does not bind").cmd(cx.kubectl(&format!("describe pvc {}", p.name))).cmd("kubectl get storageclass".to_string()));
+        out.push(
+            f.fix("describe the claim to see why it does not bind")
+                .cmd(cx.kubectl(&format!("describe pvc {}", p.name)))
+                .cmd("kubectl get storageclass".to_string()),
+        );
     } else if pending && out.is_empty() {
-        let mut f = Finding::new(Cause::Unschedulable, 0.4, "the pod is Pending; the events that would say why are not in the input").container(cx.focus_name());
-        f = f.cite_opt(cx.pod.listed_status.as_ref().map(|s| &s.cite)).cite_opt(cx.pod.phase.as_ref().map(|s| &s.cite));
-        out.push(f.cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name()))));
+        let mut f = Finding::new(
+            Cause::Unschedulable,
+            0.4,
+            "the pod is Pending; the events that would say why are not in the input",
+        )
+        .container(cx.focus_name());
+        f = f
+            .cite_opt(cx.pod.listed_status.as_ref().map(|s| &s.cite))
+            .cite_opt(cx.pod.phase.as_ref().map(|s| &s.cite));
+        out.push(f.cmd(cx.kubectl(&format!(
+            "get events --field-selector involvedObject.name={}",
+            cx.pod_name()
+        ))));
     }
     out
 }
-

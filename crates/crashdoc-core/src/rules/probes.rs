@@ -22,29 +22,73 @@ pub static PROBE_KILL: Rule = Rule {
 };
 
 fn probe_events<'a>(cx: &Context<'a>) -> (Vec<&'a Event>, Vec<&'a Event>, Vec<&'a Event>) {
-    let unhealthy = cx.events_with(|e| e.reason == "Unhealthy" && (e.message.contains("Liveness probe") || e.message.contains("Startup probe")));
+    let unhealthy = cx.events_with(|e| {
+        e.reason == "Unhealthy"
+            && (e.message.contains("Liveness probe") || e.message.contains("Startup probe"))
+    });
     let killing = cx.events_with(|e| {
         (e.reason == "Killing" || e.reason == "Unhealthy")
-            && (e.message.contains("failed liveness probe") || e.message.contains("failed startup probe") || e.message.contains("failed liveness") || e.message.contains("failed startup"))
+            && (e.message.contains("failed liveness probe")
+                || e.message.contains("failed startup probe")
+                || e.message.contains("failed liveness")
+                || e.message.contains("failed startup"))
     });
     let cut = cx.events_with(|e| e.reason == "Unhealthy" && e.message.trim().is_empty());
     (unhealthy, killing, cut)
 }
 
+/// Seconds the last run lasted, when that matches the window in which a
+/// liveness probe that never passes kills the container.
+pub fn run_matches_liveness(c: &Container) -> Option<(i64, &Probe)> {
+    let p = c.probe(ProbeKind::Liveness)?;
+    let t = c.last_termination()?;
+    if t.reason_is("OOMKilled") || !matches!(t.exit(), Some(0) | Some(137) | Some(143) | None) {
+        return None;
+    }
+    let run = t.run_seconds()?;
+    let first_kill = (p.initial_delay + p.failure.saturating_sub(1) * p.period) as i64;
+    let last_kill = (p.budget() + p.period + 30) as i64;
+    (run >= first_kill && run <= last_kill).then_some((run, p))
+}
+
+/// Why a probe, rather than the program, may have stopped this container.
+pub fn probe_stopped(cx: &Context, c: &Container) -> Option<String> {
+    let (unhealthy, killing, cut) = probe_events(cx);
+    if !unhealthy.is_empty() || !killing.is_empty() {
+        return Some("liveness/startup probe failures are in the events".into());
+    }
+    if !cut.is_empty() && c.probe(ProbeKind::Liveness).is_some() {
+        return Some(
+            "Unhealthy events are in the events and the container has a liveness probe".into(),
+        );
+    }
+    run_matches_liveness(c).map(|(run, _)| {
+        format!(
+            "the run lasted {}, the time a failing liveness probe takes to kill it",
+            human_duration(run)
+        )
+    })
+}
+
 /// What a probe failure message says about the cause.
 fn explain_probe_message(msg: &str) -> Option<&'static str> {
     let m = msg.to_ascii_lowercase();
-    Some(if m.contains("statuscode: 404") || m.contains("status code 404") {
-        "the probe gets 404: the health endpoint it calls does not exist (wrong path or the server has none)"
-    } else if m.contains("connection refused") {
-        "nothing listens on the probe's port yet: the program is still starting (or listens on another port)"
-    } else if m.contains("timeout") || m.contains("deadline exceeded") || m.contains("timed out") {
-        "the probe timed out: the program (or the node) is too slow to answer within timeoutSeconds"
-    } else if m.contains("statuscode: 5") {
-        "the health endpoint answers with a server error: it may depend on something that is not ready"
-    } else {
-        return None;
-    })
+    Some(
+        if m.contains("statuscode: 404") || m.contains("status code 404") {
+            "the probe gets 404: the health endpoint it calls does not exist (wrong path or the server has none)"
+        } else if m.contains("connection refused") {
+            "nothing listens on the probe's port yet: the program is still starting (or listens on another port)"
+        } else if m.contains("timeout")
+            || m.contains("deadline exceeded")
+            || m.contains("timed out")
+        {
+            "the probe timed out: the program (or the node) is too slow to answer within timeoutSeconds"
+        } else if m.contains("statuscode: 5") {
+            "the health endpoint answers with a server error: it may depend on something that is not ready"
+        } else {
+            return None;
+        },
+    )
 }
 
 fn check_probe_kill(cx: &Context) -> Vec<Finding> {
@@ -52,18 +96,43 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
     let (unhealthy, killing, cut) = probe_events(cx);
     let focus = cx.focus;
     let name = cx.focus_name();
-    let liveness = focus.and_then(|c| c.probe(ProbeKind::Liveness)).or_else(|| cx.pod.containers.iter().find_map(|c| c.probe(ProbeKind::Liveness)));
+    let liveness = focus
+        .and_then(|c| c.probe(ProbeKind::Liveness))
+        .or_else(|| {
+            cx.pod
+                .containers
+                .iter()
+                .find_map(|c| c.probe(ProbeKind::Liveness))
+        });
     let startup = focus.and_then(|c| c.probe(ProbeKind::Startup));
     let measured = crate::rules::gpu::startup_seconds(cx);
 
     let mut f = if !unhealthy.is_empty() || !killing.is_empty() {
         let score = if !killing.is_empty() { 0.92 } else { 0.85 };
-        let kind = if unhealthy.iter().chain(killing.iter()).any(|e| e.message.contains("Startup")) { "startup" } else { "liveness" };
-        let mut summary = format!("the {kind} probe failed and the kubelet killed {}", name.unwrap_or("the container"));
-        if let Some(why) = unhealthy.iter().find_map(|e| explain_probe_message(&e.message)) {
+        let kind = if unhealthy
+            .iter()
+            .chain(killing.iter())
+            .any(|e| e.message.contains("Startup"))
+        {
+            "startup"
+        } else {
+            "liveness"
+        };
+        let mut summary = format!(
+            "the {kind} probe failed and the kubelet killed {}",
+            name.unwrap_or("the container")
+        );
+        if let Some(why) = unhealthy
+            .iter()
+            .find_map(|e| explain_probe_message(&e.message))
+        {
             summary.push_str(&format!(": {why}"));
         }
-        let mut f = Finding::new(Cause::ProbeKill, score, summary).container(container_of_events(&unhealthy, &killing).as_deref().or(name));
+        let mut f = Finding::new(Cause::ProbeKill, score, summary).container(
+            container_of_events(&unhealthy, &killing)
+                .as_deref()
+                .or(name),
+        );
         for e in unhealthy.iter().take(2).chain(killing.iter().take(1)) {
             f = f.cite(&e.cite);
         }
@@ -77,15 +146,11 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
     };
 
     // The run lasted as long as the liveness budget allows: killed by the probe.
-    if let (Some(c), Some(p)) = (focus, liveness)
+    if let Some(c) = focus
+        && let Some((run, p)) = run_matches_liveness(c)
         && let Some(t) = c.last_termination()
-        && !t.reason_is("OOMKilled")
-        && matches!(t.exit(), Some(0) | Some(137) | Some(143) | None)
-        && let Some(run) = t.run_seconds()
     {
-        let first_kill = (p.initial_delay + p.failure.saturating_sub(1) * p.period) as i64;
-        let last_kill = (p.budget() + p.period + 30) as i64;
-        if run >= first_kill && run <= last_kill {
+        {
             let s = format!(
                 "{} ran {} before it stopped, which is when a liveness probe with delay {}s, period {}s and failureThreshold {} kills a container that never passes it",
                 name.unwrap_or("the container"),
@@ -94,28 +159,41 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
                 p.period,
                 p.failure
             );
-            if f.score < 0.7 {
-                f.score = 0.7;
+            if f.score < 0.78 {
+                f.score = 0.78;
                 f.summary = s;
             } else {
                 f = f.why(s);
             }
-            f = f.cite(&p.cite).cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+            f = f
+                .cite(&p.cite)
+                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
         }
     }
 
     // SIGTERM to a container that restarts in place: only a probe does that.
     let sigterm_logs = cx.marker_support(SigKind::Sigterm);
-    if f.score < 0.6
-        && let Some(c) = focus.or(cx.pod.containers.first())
-    {
+    let none = Container::default();
+    if f.score < 0.6 {
+        let c = focus.or(cx.pod.containers.first()).unwrap_or(&none);
         let t = c.last_termination();
         let exit143 = t.is_some_and(|t| t.exit() == Some(143) && !t.reason_is("OOMKilled"));
-        let in_place = c.last_state.is_some() && c.state.as_ref().is_some_and(|s| s.kind != StateKind::Terminated) || c.restarts() > 0 || cx.pod.is_restarting();
+        let in_place = c.last_state.is_some()
+            && c.state
+                .as_ref()
+                .is_some_and(|s| s.kind != StateKind::Terminated)
+            || c.restarts() > 0
+            || cx.pod.is_restarting();
         if (exit143 && in_place) || (!sigterm_logs.is_empty() && (in_place || t.is_none())) {
             let has_probe = liveness.is_some() || startup.is_some();
             let server = crate::rules::gpu::model_server(cx.pod);
-            let score = if exit143 && in_place && has_probe { 0.66 } else if server.is_some() || has_probe { 0.6 } else { 0.55 };
+            let score = if exit143 && in_place && has_probe {
+                0.66
+            } else if server.is_some() || has_probe {
+                0.6
+            } else {
+                0.55
+            };
             let mut s = format!(
                 "{} received SIGTERM{} and the pod was not deleted: the kubelet stops a container in place only when a liveness or startup probe fails",
                 name.unwrap_or("the container"),
@@ -143,13 +221,27 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
     // The fix: a startupProbe sized from the measured startup time.
     let period = 10u32;
     let (needed, basis) = match (measured, liveness) {
-        (Some((secs, what)), _) => (secs as u32, format!("the measured startup ({what}: {})", human_duration(secs))),
-        (None, Some(p)) => (p.budget() * 3, format!("three times the current liveness budget of {}s (no startup time could be measured)", p.budget())),
-        (None, None) => (300, "a 5-minute allowance (no startup time could be measured)".to_string()),
+        (Some((secs, what)), _) => (
+            secs as u32,
+            format!("the measured startup ({what}: {})", human_duration(secs)),
+        ),
+        (None, Some(p)) => (
+            p.budget() * 3,
+            format!(
+                "three times the current liveness budget of {}s (no startup time could be measured)",
+                p.budget()
+            ),
+        ),
+        (None, None) => (
+            300,
+            "a 5-minute allowance (no startup time could be measured)".to_string(),
+        ),
     };
     let allowance = needed + needed / 2 + 30;
     let threshold = allowance.div_ceil(period).max(3);
-    let handler = liveness.map(|p| probe_handler_yaml(&p.handler)).unwrap_or_else(|| "httpGet:\n    path: /health\n    port: 8080".into());
+    let handler = liveness
+        .map(|p| probe_handler_yaml(&p.handler))
+        .unwrap_or_else(|| "httpGet:\n    path: /health\n    port: 8080".into());
     f = f.fix(format!(
         "add a startupProbe so the liveness probe only starts once the program is up; it allows {}s, from {basis} plus 50% and 30s:\nstartupProbe:\n  {handler}\n  periodSeconds: {period}\n  failureThreshold: {threshold}",
         threshold * period
@@ -166,11 +258,16 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         }
     }
     if unhealthy.iter().any(|e| e.message.contains("404")) {
-        f = f.fix("point the probe at an endpoint the server actually serves (the probe received 404)");
+        f = f.fix(
+            "point the probe at an endpoint the server actually serves (the probe received 404)",
+        );
     }
     let container = f.container.clone();
     f = f
-        .cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={},reason=Unhealthy", cx.pod_name())))
+        .cmd(cx.kubectl(&format!(
+            "get events --field-selector involvedObject.name={},reason=Unhealthy",
+            cx.pod_name()
+        )))
         .cmd(cx.logs_previous_cmd(container.as_deref()));
     out.push(f);
     out
@@ -193,8 +290,14 @@ fn container_of_events(a: &[&Event], b: &[&Event]) -> Option<String> {
 /// Turn a describe-style handler (`http-get http://:8000/health`) into YAML.
 fn probe_handler_yaml(h: &str) -> String {
     if let Some(rest) = h.strip_prefix("http-get ") {
-        let url = rest.trim().trim_start_matches("http://").trim_start_matches("https://");
-        let (hostport, path) = url.split_once('/').map(|(a, b)| (a, format!("/{b}"))).unwrap_or((url, "/".into()));
+        let url = rest
+            .trim()
+            .trim_start_matches("http://")
+            .trim_start_matches("https://");
+        let (hostport, path) = url
+            .split_once('/')
+            .map(|(a, b)| (a, format!("/{b}")))
+            .unwrap_or((url, "/".into()));
         let port = hostport.rsplit(':').next().unwrap_or("8080");
         return format!("httpGet:\n    path: {path}\n    port: {port}");
     }
@@ -214,7 +317,13 @@ mod tests {
 
     #[test]
     fn handler_yaml() {
-        assert_eq!(probe_handler_yaml("http-get http://:8000/health"), "httpGet:\n    path: /health\n    port: 8000");
-        assert_eq!(probe_handler_yaml("tcp-socket :5432"), "tcpSocket:\n    port: 5432");
+        assert_eq!(
+            probe_handler_yaml("http-get http://:8000/health"),
+            "httpGet:\n    path: /health\n    port: 8000"
+        );
+        assert_eq!(
+            probe_handler_yaml("tcp-socket :5432"),
+            "tcpSocket:\n    port: 5432"
+        );
     }
 }

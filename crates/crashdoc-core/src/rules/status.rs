@@ -18,12 +18,54 @@ pub static OOM_KILLED: Rule = Rule {
         false_positives: "Some runtimes have reported OOMKilled for a container stopped with SIGTERM during a node drain: with exit code 143 the reason is not trusted and `terminated` is reported instead. Exit 137 without OOMKilled is a SIGKILL from elsewhere (a probe, the node) and is not reported as oom-killed with confidence.",
     },
     signatures: &[
-        Signature { id: "oom.kernel-killed-process", kind: SigKind::Cause(Cause::OomKilled), weight: 0.7, keywords: &["Killed process", "oom-kill", "Memory cgroup out of memory"], regex: None, meaning: "the kernel's OOM killer" },
-        Signature { id: "oom.java-heap", kind: SigKind::Cause(Cause::OomKilled), weight: 0.62, keywords: &["java.lang.OutOfMemoryError"], regex: None, meaning: "the Java heap is exhausted" },
-        Signature { id: "oom.node-heap", kind: SigKind::Cause(Cause::OomKilled), weight: 0.62, keywords: &["JavaScript heap out of memory"], regex: None, meaning: "the Node.js heap is exhausted" },
-        Signature { id: "oom.python-memoryerror", kind: SigKind::Cause(Cause::OomKilled), weight: 0.55, keywords: &["MemoryError"], regex: Some(r"(?:^|\s)MemoryError\b"), meaning: "Python could not allocate memory" },
-        Signature { id: "oom.go-runtime", kind: SigKind::Cause(Cause::OomKilled), weight: 0.62, keywords: &["runtime: out of memory"], regex: None, meaning: "the Go runtime ran out of memory" },
-        Signature { id: "oom.cannot-allocate", kind: SigKind::Cause(Cause::OomKilled), weight: 0.5, keywords: &["Cannot allocate memory", "std::bad_alloc"], regex: None, meaning: "an allocation failed" },
+        Signature {
+            id: "oom.kernel-killed-process",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.7,
+            keywords: &["Killed process", "oom-kill", "Memory cgroup out of memory"],
+            regex: None,
+            meaning: "the kernel's OOM killer",
+        },
+        Signature {
+            id: "oom.java-heap",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.62,
+            keywords: &["java.lang.OutOfMemoryError"],
+            regex: None,
+            meaning: "the Java heap is exhausted",
+        },
+        Signature {
+            id: "oom.node-heap",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.62,
+            keywords: &["JavaScript heap out of memory"],
+            regex: None,
+            meaning: "the Node.js heap is exhausted",
+        },
+        Signature {
+            id: "oom.python-memoryerror",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.55,
+            keywords: &["MemoryError"],
+            regex: Some(r"(?:^|\s)MemoryError\b"),
+            meaning: "Python could not allocate memory",
+        },
+        Signature {
+            id: "oom.go-runtime",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.62,
+            keywords: &["runtime: out of memory"],
+            regex: None,
+            meaning: "the Go runtime ran out of memory",
+        },
+        Signature {
+            id: "oom.cannot-allocate",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.5,
+            keywords: &["Cannot allocate memory", "std::bad_alloc"],
+            regex: None,
+            meaning: "an allocation failed",
+        },
     ],
     check: check_oom,
 };
@@ -31,23 +73,37 @@ pub static OOM_KILLED: Rule = Rule {
 fn check_oom(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in &cx.pod.containers {
-        let Some(t) = c.last_termination() else { continue };
+        let Some(t) = c.last_termination() else {
+            continue;
+        };
         let name = cx.container_or_focus(Some(c));
         if t.reason_is("OOMKilled") {
             if t.exit() == Some(143) {
                 // Reported by the `terminated` rule; kept low here so both are visible.
                 out.push(
-                    Finding::new(Cause::OomKilled, 0.3, format!("{} is reported OOMKilled but exited 143 (SIGTERM)", name.unwrap_or("the container")))
-                        .container(name)
-                        .cite_opt(t.reason.as_ref().map(|f| &f.cite))
-                        .cite_opt(t.exit_code.as_ref().map(|f| &f.cite)),
+                    Finding::new(
+                        Cause::OomKilled,
+                        0.3,
+                        format!(
+                            "{} is reported OOMKilled but exited 143 (SIGTERM)",
+                            name.unwrap_or("the container")
+                        ),
+                    )
+                    .container(name)
+                    .cite_opt(t.reason.as_ref().map(|f| &f.cite))
+                    .cite_opt(t.exit_code.as_ref().map(|f| &f.cite)),
                 );
                 continue;
             }
             let limit = c.limits.get("memory");
-            let mut summary = format!("{} was killed by the kernel for exceeding its memory", name.unwrap_or("the container"));
+            let mut summary = format!(
+                "{} was killed by the kernel for exceeding its memory",
+                name.unwrap_or("the container")
+            );
             let mut f = Finding::new(Cause::OomKilled, 0.95, String::new()).container(name);
-            f = f.cite_opt(t.reason.as_ref().map(|x| &x.cite)).cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+            f = f
+                .cite_opt(t.reason.as_ref().map(|x| &x.cite))
+                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
             match limit {
                 Some(l) => {
                     summary.push_str(&format!(" limit of {}", l.value));
@@ -74,7 +130,10 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     summary.push_str(&format!("; the run lasted {} before the kill, so memory grows over time (a leak or unbounded cache) rather than being too small at start", human_duration(run)));
                     f = f.fix("profile the memory growth (heap dumps, pprof) before raising the limit again: a leak only moves the crash later");
                 } else if run <= 300 {
-                    summary.push_str(&format!("; it died {} after start, so the limit is too small for startup", human_duration(run)));
+                    summary.push_str(&format!(
+                        "; it died {} after start, so the limit is too small for startup",
+                        human_duration(run)
+                    ));
                 }
             }
             if let Some(server) = crate::rules::gpu::model_server(cx.pod) {
@@ -105,11 +164,23 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             out.push(f);
         }
     }
-    if let Some(f) = cx.from_logs(Cause::OomKilled, |s| format!("the program ran out of memory: {}", s.hit.sig.meaning)) {
+    if let Some(f) = cx.from_logs(Cause::OomKilled, |s| {
+        format!("the program ran out of memory: {}", s.hit.sig.meaning)
+    }) {
         out.push(f.cmd(cx.kubectl(&format!("top pod {} --containers", cx.pod_name()))));
     }
-    for e in cx.events_with(|e| e.reason == "OOMKilling" || e.message.contains("Memory cgroup out of memory")) {
-        out.push(Finding::new(Cause::OomKilled, 0.8, "the node's kernel killed a process of this pod for memory").container(cx.focus_name()).cite(&e.cite));
+    for e in cx.events_with(|e| {
+        e.reason == "OOMKilling" || e.message.contains("Memory cgroup out of memory")
+    }) {
+        out.push(
+            Finding::new(
+                Cause::OomKilled,
+                0.8,
+                "the node's kernel killed a process of this pod for memory",
+            )
+            .container(cx.focus_name())
+            .cite(&e.cite),
+        );
     }
     out
 }
@@ -131,8 +202,15 @@ pub static EXIT_ZERO: Rule = Rule {
 fn expects_service(cx: &Context) -> (bool, String) {
     if let Some(o) = &cx.pod.owner {
         if o.expects_service() {
-            let how = if o.observed { "" } else { " (inferred from the pod name)" };
-            return (true, format!("its owner {}/{}{how} keeps it running", o.kind, o.name));
+            let how = if o.observed {
+                ""
+            } else {
+                " (inferred from the pod name)"
+            };
+            return (
+                true,
+                format!("its owner {}/{}{how} keeps it running", o.kind, o.name),
+            );
         }
         if o.kind == "Job" || o.kind == "CronJob" {
             return (false, String::new());
@@ -155,19 +233,33 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
         if c.kind == ContainerKind::Init {
             continue;
         }
-        let Some(t) = c.last_termination() else { continue };
+        let Some(t) = c.last_termination() else {
+            continue;
+        };
         let zero = t.exit() == Some(0) || (t.exit().is_none() && t.reason_is("Completed"));
         if !zero {
             continue;
         }
         let name = cx.container_or_focus(Some(c));
         let looping = cx.pod.is_restarting();
-        let mut summary = format!("{} exits 0 (Completed) and {how}", name.unwrap_or("the container"));
+        let probe = crate::rules::probes::probe_stopped(cx, c);
+        let mut summary = format!(
+            "{} exits 0 (Completed) and {how}",
+            name.unwrap_or("the container")
+        );
         if !c.command.is_empty() || !c.args.is_empty() {
             let cmd = [c.command.clone(), c.args.clone()].concat().join(" ");
-            summary.push_str(&format!("; its command `{}` finishes instead of serving", crate::text::clip(&cmd, 60)));
+            summary.push_str(&format!(
+                "; its command `{}` finishes instead of serving",
+                crate::text::clip(&cmd, 60)
+            ));
         }
-        let f = Finding::new(Cause::ExitZero, if looping { 0.82 } else { 0.65 }, summary)
+        let score = match (&probe, looping) {
+            (Some(_), _) => 0.55,
+            (None, true) => 0.82,
+            (None, false) => 0.65,
+        };
+        let mut f = Finding::new(Cause::ExitZero, score, summary)
             .container(name)
             .cite_opt(t.reason.as_ref().map(|x| &x.cite))
             .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
@@ -177,13 +269,38 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             .fix("if the work is meant to finish, run it as a Job or CronJob (restartPolicy: OnFailure) instead")
             .cmd(cx.logs_previous_cmd(name))
             .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name())));
+        if let Some(p) = probe {
+            f = f.why(format!(
+                "ranked low: {p}, so exit 0 may be a clean shutdown after the kubelet stopped it"
+            ));
+        }
         out.push(f);
     }
     // No termination recorded, but the previous run's log ends without any error.
-    if out.is_empty() && cx.pod.is_restarting() && cx.pod.containers.iter().all(|c| c.last_termination().is_none()) {
-        let runs: Vec<_> = cx.pod.logs.iter().filter(|l| l.kind == crate::scan::LogKind::Previous && !l.is_empty()).collect();
+    if out.is_empty()
+        && cx.pod.is_restarting()
+        && cx
+            .pod
+            .containers
+            .iter()
+            .all(|c| c.last_termination().is_none())
+    {
+        let runs: Vec<_> = cx
+            .pod
+            .logs
+            .iter()
+            .filter(|l| l.kind == crate::scan::LogKind::Previous && !l.is_empty())
+            .collect();
         let clean = !runs.is_empty()
-            && runs.iter().all(|l| l.lines <= 50 && l.hits.iter().all(|h| !matches!(h.sig.kind, SigKind::Cause(_) | SigKind::Exception | SigKind::Sigterm)));
+            && runs.iter().all(|l| {
+                l.lines <= 50
+                    && l.hits.iter().all(|h| {
+                        !matches!(
+                            h.sig.kind,
+                            SigKind::Cause(_) | SigKind::Exception | SigKind::Sigterm
+                        )
+                    })
+            });
         if clean {
             let l = runs[0];
             let mut f = Finding::new(
@@ -195,9 +312,17 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             .fix("keep the main process running in the foreground, or run the task as a Job")
             .cmd(cx.describe_cmd());
             if let Some(last) = l.tail.last() {
-                f = f.cite(&Cite::new(SourceKind::Log, format!("{}:{}", l.file, last.number), last.text.clone()));
+                f = f.cite(&Cite::new(
+                    SourceKind::Log,
+                    format!("{}:{}", l.file, last.number),
+                    last.text.clone(),
+                ));
             }
-            for e in cx.events_with(|e| e.reason == "BackOff").into_iter().take(1) {
+            for e in cx
+                .events_with(|e| e.reason == "BackOff")
+                .into_iter()
+                .take(1)
+            {
                 f = f.cite(&e.cite);
             }
             out.push(f.why("no exit code was given; the clean, short log is the evidence"));
@@ -217,16 +342,64 @@ pub static BAD_COMMAND: Rule = Rule {
         false_positives: "A shell script that itself runs a missing tool exits 127 too: the log line names the missing command, which is then the thing to fix.",
     },
     signatures: &[
-        Signature { id: "cmd.exec-format", kind: SigKind::Cause(Cause::BadCommand), weight: 0.92, keywords: &["exec format error"], regex: None, meaning: "the binary is built for another CPU architecture" },
-        Signature { id: "cmd.not-in-path", kind: SigKind::Cause(Cause::BadCommand), weight: 0.92, keywords: &["executable file not found"], regex: None, meaning: "the command is not in the image's $PATH" },
-        Signature { id: "cmd.exec-stat", kind: SigKind::Cause(Cause::BadCommand), weight: 0.92, keywords: &["exec: \"", "exec user process caused", "starting container process caused"], regex: Some(r#"(?i)exec: "[^"]*": (?:stat [^:]*: )?(?:no such file|permission denied)|exec user process caused|starting container process caused"#), meaning: "the entrypoint cannot be executed" },
-        Signature { id: "cmd.not-found-shell", kind: SigKind::Cause(Cause::BadCommand), weight: 0.75, keywords: &["command not found", ": not found"], regex: Some(r"(?i)(?:^|\s)(?:sh|bash|/bin/sh|/bin/bash|env)(?:: line \d+)?:\s*(?:\d+:\s*)?[^:]+: (?:command )?not found|: command not found"), meaning: "the shell cannot find a command" },
-        Signature { id: "cmd.oci-create", kind: SigKind::Cause(Cause::BadCommand), weight: 0.8, keywords: &["OCI runtime create failed", "OCI runtime exec failed"], regex: None, meaning: "the runtime could not create the container process" },
+        Signature {
+            id: "cmd.exec-format",
+            kind: SigKind::Cause(Cause::BadCommand),
+            weight: 0.92,
+            keywords: &["exec format error"],
+            regex: None,
+            meaning: "the binary is built for another CPU architecture",
+        },
+        Signature {
+            id: "cmd.not-in-path",
+            kind: SigKind::Cause(Cause::BadCommand),
+            weight: 0.92,
+            keywords: &["executable file not found"],
+            regex: None,
+            meaning: "the command is not in the image's $PATH",
+        },
+        Signature {
+            id: "cmd.exec-stat",
+            kind: SigKind::Cause(Cause::BadCommand),
+            weight: 0.92,
+            keywords: &[
+                "exec: \"",
+                "exec user process caused",
+                "starting container process caused",
+            ],
+            regex: Some(
+                r#"(?i)exec: "[^"]*": (?:stat [^:]*: )?(?:no such file|permission denied)|exec user process caused|starting container process caused"#,
+            ),
+            meaning: "the entrypoint cannot be executed",
+        },
+        Signature {
+            id: "cmd.not-found-shell",
+            kind: SigKind::Cause(Cause::BadCommand),
+            weight: 0.75,
+            keywords: &["command not found", ": not found"],
+            regex: Some(
+                r"(?i)(?:^|\s)(?:sh|bash|/bin/sh|/bin/bash|env)(?:: line \d+)?:\s*(?:\d+:\s*)?[^:]+: (?:command )?not found|: command not found",
+            ),
+            meaning: "the shell cannot find a command",
+        },
+        Signature {
+            id: "cmd.oci-create",
+            kind: SigKind::Cause(Cause::BadCommand),
+            weight: 0.8,
+            keywords: &["OCI runtime create failed", "OCI runtime exec failed"],
+            regex: None,
+            meaning: "the runtime could not create the container process",
+        },
     ],
     check: check_bad_command,
 };
 
-const START_REASONS: &[&str] = &["RunContainerError", "StartError", "ContainerCannotRun", "CreateContainerError"];
+const START_REASONS: &[&str] = &[
+    "RunContainerError",
+    "StartError",
+    "ContainerCannotRun",
+    "CreateContainerError",
+];
 
 fn check_bad_command(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -235,7 +408,11 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         if let Some(t) = c.last_termination()
             && let Some(code @ (126 | 127)) = t.exit()
         {
-            let what = if code == 127 { "the command was not found" } else { "the command is not executable" };
+            let what = if code == 127 {
+                "the command was not found"
+            } else {
+                "the command is not executable"
+            };
             out.push(
                 Finding::new(Cause::BadCommand, 0.85, format!("{} exited {code}: {what}", name.unwrap_or("the container")))
                     .container(name)
@@ -244,35 +421,59 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
                     .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name()))),
             );
         }
-        for st in [c.state.as_ref(), c.last_state.as_ref()].into_iter().flatten() {
+        for st in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             if let Some(r) = &st.reason
                 && START_REASONS.contains(&r.value.as_str())
             {
                 let msg = st.message.as_ref().map(|m| m.value.as_str()).unwrap_or("");
-                let strong = msg.contains("executable file not found") || msg.contains("exec format error") || msg.contains("no such file");
+                let strong = msg.contains("executable file not found")
+                    || msg.contains("exec format error")
+                    || msg.contains("no such file");
                 out.push(
-                    Finding::new(Cause::BadCommand, if strong { 0.92 } else { 0.6 }, format!("{} could not be started ({})", name.unwrap_or("the container"), r.value))
-                        .container(name)
-                        .cite(&r.cite)
-                        .cite_opt(st.message.as_ref().map(|m| &m.cite)),
+                    Finding::new(
+                        Cause::BadCommand,
+                        if strong { 0.92 } else { 0.6 },
+                        format!(
+                            "{} could not be started ({})",
+                            name.unwrap_or("the container"),
+                            r.value
+                        ),
+                    )
+                    .container(name)
+                    .cite(&r.cite)
+                    .cite_opt(st.message.as_ref().map(|m| &m.cite)),
                 );
             }
         }
     }
     let start_events = cx.events_with(|e| {
         e.reason == "Failed"
-            && (e.message.contains("executable file not found") || e.message.contains("exec format error") || (e.message.contains("exec: \"") && e.message.contains("no such file")) || e.message.contains("starting container process caused"))
+            && (e.message.contains("executable file not found")
+                || e.message.contains("exec format error")
+                || (e.message.contains("exec: \"") && e.message.contains("no such file"))
+                || e.message.contains("starting container process caused"))
     });
     if let Some(e) = start_events.first() {
         let arch = e.message.contains("exec format error");
         let mut f = Finding::new(
             Cause::BadCommand,
             0.93,
-            if arch { "the image's entrypoint is built for another CPU architecture (exec format error)".to_string() } else { "the container's command does not exist in the image".to_string() },
+            if arch {
+                "the image's entrypoint is built for another CPU architecture (exec format error)"
+                    .to_string()
+            } else {
+                "the container's command does not exist in the image".to_string()
+            },
         )
         .container(container_in_event(e).as_deref().or(cx.focus_name()))
         .cite(&e.cite)
-        .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}}'", cx.pod_name())));
+        .cmd(cx.kubectl(&format!(
+            "get pod {} -o jsonpath='{{.spec.containers[*].command}}'",
+            cx.pod_name()
+        )));
         f = if arch {
             f.fix("use an image built for the node's architecture (multi-arch), or pin the pod to matching nodes with nodeSelector kubernetes.io/arch")
         } else {
@@ -280,8 +481,13 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         };
         out.push(f);
     }
-    if let Some(mut f) = cx.from_logs(Cause::BadCommand, |s| format!("the entrypoint cannot run: {}", s.hit.sig.meaning)) {
-        let arch = f.evidence.iter().any(|e| e.text.contains("exec format error"));
+    if let Some(mut f) = cx.from_logs(Cause::BadCommand, |s| {
+        format!("the entrypoint cannot run: {}", s.hit.sig.meaning)
+    }) {
+        let arch = f
+            .evidence
+            .iter()
+            .any(|e| e.text.contains("exec format error"));
         if arch {
             f = f
                 .fix("use an image built for the node's architecture (check `kubectl get node -L kubernetes.io/arch` against the image's platforms)")
@@ -323,12 +529,67 @@ pub static NATIVE_CRASH: Rule = Rule {
         false_positives: "Go programs print `[signal SIGSEGV: segmentation violation]` in a panic and exit 2: that is an application panic (app-crash), not a native crash.",
     },
     signatures: &[
-        Signature { id: "native.sigill", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.88, keywords: &["Illegal instruction", "illegal hardware instruction", "SIGILL"], regex: None, meaning: "the CPU does not support an instruction the binary uses" },
-        Signature { id: "native.segfault", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.8, keywords: &["Segmentation fault", "segfault at"], regex: None, meaning: "a segmentation fault in native code" },
-        Signature { id: "native.core-dumped", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.72, keywords: &["core dumped", "Aborted (core"], regex: None, meaning: "the process dumped core" },
-        Signature { id: "native.heap-corruption", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.8, keywords: &["double free", "stack smashing detected", "free(): invalid", "malloc(): corrupted", "terminate called after throwing"], regex: None, meaning: "native heap corruption or an uncaught C++ exception" },
-        Signature { id: "native.page-size", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.78, keywords: &["Unsupported system page size"], regex: None, meaning: "the allocator does not support the kernel's page size" },
-        Signature { id: "native.fatal-python", kind: SigKind::Cause(Cause::NativeCrash), weight: 0.85, keywords: &["Fatal Python error: Segmentation", "Fatal Python error: Aborted"], regex: None, meaning: "a native extension crashed the Python interpreter" },
+        Signature {
+            id: "native.sigill",
+            kind: SigKind::Cause(Cause::NativeCrash),
+            weight: 0.88,
+            keywords: &[
+                "Illegal instruction",
+                "illegal hardware instruction",
+                "SIGILL",
+            ],
+            regex: None,
+            meaning: "the CPU does not support an instruction the binary uses",
+        },
+        Signature {
+            id: "native.segfault",
+            kind: SigKind::Cause(Cause::NativeCrash),
+            weight: 0.8,
+            keywords: &["Segmentation fault", "segfault at"],
+            regex: None,
+            meaning: "a segmentation fault in native code",
+        },
+        Signature {
+            id: "native.core-dumped",
+            kind: SigKind::Cause(Cause::NativeCrash),
+            weight: 0.72,
+            keywords: &["core dumped", "Aborted (core"],
+            regex: None,
+            meaning: "the process dumped core",
+        },
+        Signature {
+            id: "native.heap-corruption",
+            kind: SigKind::Cause(Cause::NativeCrash),
+            weight: 0.8,
+            keywords: &[
+                "double free",
+                "stack smashing detected",
+                "free(): invalid",
+                "malloc(): corrupted",
+                "terminate called after throwing",
+            ],
+            regex: None,
+            meaning: "native heap corruption or an uncaught C++ exception",
+        },
+        Signature {
+            id: "native.page-size",
+            kind: SigKind::Cause(Cause::NativeCrash),
+            weight: 0.78,
+            keywords: &["Unsupported system page size"],
+            regex: None,
+            meaning: "the allocator does not support the kernel's page size",
+        },
+        Signature {
+            id: "native.fatal-python",
+            kind: SigKind::Cause(Cause::NativeCrash),
+            weight: 0.85,
+            keywords: &[
+                "Fatal Python error: Segmentation",
+                "Fatal Python error: Aborted",
+            ],
+            regex: None,
+            meaning: "a native extension crashed the Python interpreter",
+        },
     ],
     check: check_native,
 };
@@ -348,13 +609,19 @@ pub fn signal_name(code: i32) -> Option<&'static str> {
 fn check_native(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in &cx.pod.containers {
-        let Some(t) = c.last_termination() else { continue };
+        let Some(t) = c.last_termination() else {
+            continue;
+        };
         let Some(code) = t.exit() else { continue };
-        let Some(sig) = signal_name(code) else { continue };
+        let Some(sig) = signal_name(code) else {
+            continue;
+        };
         let name = cx.container_or_focus(Some(c));
         let hint = match code {
             132 => "an instruction the CPU lacks (an image built for AVX/AVX-512 or another CPU)",
-            133 => "a trap (a Rust/C abort, an allocator refusing the system, a debugger breakpoint)",
+            133 => {
+                "a trap (a Rust/C abort, an allocator refusing the system, a debugger breakpoint)"
+            }
             134 => "an abort (failed assertion, uncaught C++ exception, allocation failure)",
             139 => "a segmentation fault in native code",
             _ => "a fatal signal from native code",
@@ -368,7 +635,9 @@ fn check_native(cx: &Context) -> Vec<Finding> {
                 .cmd(cx.logs_previous_cmd(name)),
         );
     }
-    if let Some(f) = cx.from_logs(Cause::NativeCrash, |s| format!("the process crashed in native code: {}", s.hit.sig.meaning)) {
+    if let Some(f) = cx.from_logs(Cause::NativeCrash, |s| {
+        format!("the process crashed in native code: {}", s.hit.sig.meaning)
+    }) {
         out.push(f.fix("run the image on a node whose CPU, page size and architecture match the build, or upgrade the crashing library").cmd(cx.logs_previous_cmd(cx.focus_name())));
     }
     out
@@ -391,12 +660,18 @@ pub static TERMINATED: Rule = Rule {
 fn check_terminated(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in &cx.pod.containers {
-        let Some(t) = c.last_termination() else { continue };
+        let Some(t) = c.last_termination() else {
+            continue;
+        };
         if t.exit() != Some(143) {
             continue;
         }
         let name = cx.container_or_focus(Some(c));
-        let in_place = c.last_state.is_some() && (c.restarts() > 0 || c.state.as_ref().is_some_and(|s| s.kind != StateKind::Terminated));
+        let in_place = c.last_state.is_some()
+            && (c.restarts() > 0
+                || c.state
+                    .as_ref()
+                    .is_some_and(|s| s.kind != StateKind::Terminated));
         if t.reason_is("OOMKilled") {
             let mut f = Finding::new(
                 Cause::Terminated,
@@ -412,12 +687,15 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
             .fix("look for who stopped the pod (node drain, eviction, rollout) in the events and node history; the memory limit is not the problem")
             .cmd(cx.kubectl("get events --sort-by=.lastTimestamp"));
             if !c.limits.contains_key("memory") {
-                f.summary.push_str("; it has no memory limit, so it could not exceed its own");
+                f.summary
+                    .push_str("; it has no memory limit, so it could not exceed its own");
                 if let Some(r) = c.requests.get("memory") {
                     f = f.cite(&r.cite);
                 }
             }
-            out.push(f.why("exit code 143 (SIGTERM) contradicts OOMKilled, which always ends in SIGKILL (137)"));
+            out.push(f.why(
+                "exit code 143 (SIGTERM) contradicts OOMKilled, which always ends in SIGKILL (137)",
+            ));
             continue;
         }
         let score = if in_place { 0.5 } else { 0.72 };
@@ -429,20 +707,40 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
                 .cmd(cx.kubectl("get events --sort-by=.lastTimestamp")),
         );
     }
-    let stops = cx.events_with(|e| e.reason == "Killing" && e.message.contains("Stopping container") && !e.message.contains("probe"));
-    let probe_events = cx.events_with(|e| e.reason == "Unhealthy" || e.message.contains("failed liveness") || e.message.contains("failed startup"));
+    let stops = cx.events_with(|e| {
+        e.reason == "Killing"
+            && e.message.contains("Stopping container")
+            && !e.message.contains("probe")
+    });
+    let probe_events = cx.events_with(|e| {
+        e.reason == "Unhealthy"
+            || e.message.contains("failed liveness")
+            || e.message.contains("failed startup")
+    });
     let evicted = cx.events_with(|e| e.reason == "Evicted");
     if let Some(e) = stops.first()
         && probe_events.is_empty()
         && evicted.is_empty()
     {
-        out.push(Finding::new(Cause::Terminated, 0.6, "the kubelet stopped the container on request (not after a probe failure)").container(cx.focus_name()).cite(&e.cite));
+        out.push(
+            Finding::new(
+                Cause::Terminated,
+                0.6,
+                "the kubelet stopped the container on request (not after a probe failure)",
+            )
+            .container(cx.focus_name())
+            .cite(&e.cite),
+        );
     }
     if let Some(s) = cx.marker_support(SigKind::Sigterm).first() {
         out.push(
-            Finding::new(Cause::Terminated, 0.5, "the program logged that it received SIGTERM: it was asked to stop")
-                .container(s.log.container.as_deref().or(cx.focus_name()))
-                .cite(&s.cite()),
+            Finding::new(
+                Cause::Terminated,
+                0.5,
+                "the program logged that it received SIGTERM: it was asked to stop",
+            )
+            .container(s.log.container.as_deref().or(cx.focus_name()))
+            .cite(&s.cite()),
         );
     }
     out
