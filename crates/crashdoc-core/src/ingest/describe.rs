@@ -641,7 +641,7 @@ Events:
         );
         assert_eq!(
             t.reason.as_ref().unwrap().cite.location.as_deref(),
-            Some("describe-pod.txt:23")
+            Some("describe-pod.txt:24")
         );
         assert_eq!(c.restarts(), 4);
         assert_eq!(c.limits["memory"].value, "16Gi");

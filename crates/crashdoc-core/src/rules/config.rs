@@ -470,6 +470,10 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
                 "grant the missing permission:\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {sa}-{resource}\n  namespace: {ns}\nrules:\n- apiGroups: [\"{group}\"]\n  resources: [\"{resource}\"]\n  verbs: [\"{verb}\"]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {sa}-{resource}\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: {sa}-{resource}\nsubjects:\n- kind: ServiceAccount\n  name: {sa}\n  namespace: {ns}"
             ))
             .cmd(format!("kubectl auth can-i {verb} {resource}{} --as=system:serviceaccount:{ns}:{sa} -n {ns}", if group.is_empty() { String::new() } else { format!(".{group}") }));
+        } else if f.summary.contains("model hub") {
+            f = f
+                .fix("check the token Secret the pod passes as HF_TOKEN: a valid token of an account that has accepted the model's license (gated models need both)")
+                .fix("or pre-load the weights onto a volume and run offline (HF_HUB_OFFLINE=1) so the pod needs no token");
         } else {
             f = f.fix("check the credential the program uses (the Secret's value, its key name, rotation or expiry) against the service it logs in to");
         }

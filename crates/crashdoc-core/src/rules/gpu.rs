@@ -148,8 +148,10 @@ pub static STAGES: &[Signature] = &[
     },
 ];
 
-static CLOCK: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?\b").expect("static regex"));
+static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^\d:])(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(?:[^\d:]|$)")
+        .expect("static regex")
+});
 static STARTED_IN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\bstarted\b.{0,60}\bin (\d+(?:\.\d+)?) ?(?:s\b|sec|seconds)")
         .expect("static regex")
@@ -214,18 +216,22 @@ pub fn startup_seconds(cx: &Context) -> Option<(i64, String)> {
         {
             return Some((at, format!("{} line {} reached serving", l.file, m.line)));
         }
-        // Died before serving: the last stage reached bounds the startup from below.
-        if let Some(m) = tl
-            .iter()
-            .filter(|m| m.at_seconds.is_some())
-            .max_by_key(|m| m.at_seconds)
-            && let Some(at) = m.at_seconds
-            && at > 0
-        {
-            return Some((
-                at,
-                format!("{} was still {} at {}s", l.file, m.stage.describe(), at),
-            ));
+        // Died before serving: the run's span bounds the startup from below,
+        // so ask for twice that.
+        let first = l.head.iter().find_map(|x| clock(&x.text));
+        let last = l.tail.iter().rev().find_map(|x| clock(&x.text));
+        if let (Some(a), Some(b)) = (first, last) {
+            let span = (b - a + 86400) % 86400;
+            if span > 0 && span < 86400 / 2 {
+                let stage = tl.last().map(|m| m.stage.describe()).unwrap_or("starting");
+                return Some((
+                    span * 2,
+                    format!(
+                        "{} ran {span}s and was still {stage} when it ended; startup needs more than that, so twice it",
+                        l.file
+                    ),
+                ));
+            }
         }
     }
     None

@@ -441,7 +441,7 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
                 0.35,
                 format!(
                     "{} exited with code {code}: the program stopped on an error",
-                    name.unwrap_or("the container")
+                    super::who(name)
                 ),
             )
             .container(name)

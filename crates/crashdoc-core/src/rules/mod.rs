@@ -92,6 +92,14 @@ impl Finding {
     }
 }
 
+/// `container NAME`, or `the container` when the name is not known.
+pub fn who(name: Option<&str>) -> String {
+    match name {
+        Some(n) if !n.is_empty() => format!("container {n}"),
+        _ => "the container".to_string(),
+    }
+}
+
 /// Every rule, in taxonomy order.
 pub fn all() -> Vec<&'static Rule> {
     vec![
@@ -183,8 +191,18 @@ impl<'a> Context<'a> {
                 if matches!(hit.sig.kind, SigKind::Cause(_)) && w < best {
                     w *= 0.6;
                 }
-                if hit.sig.kind == SigKind::Exception && best > 0.0 {
-                    continue;
+                if hit.sig.kind == SigKind::Exception {
+                    // A cause on the same line explains it; a source line of a
+                    // traceback (`raise X(...)`) is not where the program says why.
+                    let body = crate::text::strip_log_prefix(&hit.line.text).trim_start();
+                    if best > 0.0
+                        || body.starts_with("raise ")
+                        || body.starts_with("throw ")
+                        || body.starts_with("File \"")
+                        || body.starts_with("at ")
+                    {
+                        continue;
+                    }
                 }
                 let mut score = w * factor;
                 if hit.decisive {

@@ -6,6 +6,20 @@ use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::{SigKind, Signature};
 
+/// Whether any container got as far as being created (so the pod was scheduled).
+fn started(pod: &Pod) -> bool {
+    pod.containers.iter().any(|c| {
+        c.last_state.is_some()
+            || c.restarts() > 0
+            || c.state.as_ref().is_some_and(|s| {
+                s.kind != StateKind::Waiting
+                    || s.reason
+                        .as_ref()
+                        .is_some_and(|r| r.value != "ContainerCreating" && r.value != "Pending")
+            })
+    })
+}
+
 pub static NODE_PRESSURE: Rule = Rule {
     cause: Cause::NodePressure,
     doc: RuleDoc {
@@ -677,7 +691,7 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
                 .cmd(cx.kubectl(&format!("describe pvc {}", p.name)))
                 .cmd("kubectl get storageclass".to_string()),
         );
-    } else if pending && out.is_empty() {
+    } else if pending && out.is_empty() && cx.pod.node_name.is_none() && !started(cx.pod) {
         let mut f = Finding::new(
             Cause::Unschedulable,
             0.4,

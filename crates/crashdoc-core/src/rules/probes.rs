@@ -120,7 +120,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         };
         let mut summary = format!(
             "the {kind} probe failed and the kubelet killed {}",
-            name.unwrap_or("the container")
+            super::who(name)
         );
         if let Some(why) = unhealthy
             .iter()
@@ -138,7 +138,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         }
         f
     } else if !cut.is_empty() && liveness.is_some() {
-        Finding::new(Cause::ProbeKill, 0.8, format!("Unhealthy events and a liveness probe on {}: the probe is failing and restarting it", name.unwrap_or("the container")))
+        Finding::new(Cause::ProbeKill, 0.8, format!("Unhealthy events and a liveness probe on {}: the probe is failing and restarting it", super::who(name)))
             .container(name)
             .cite(&cut[0].cite)
     } else {
@@ -153,7 +153,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         {
             let s = format!(
                 "{} ran {} before it stopped, which is when a liveness probe with delay {}s, period {}s and failureThreshold {} kills a container that never passes it",
-                name.unwrap_or("the container"),
+                super::who(name),
                 human_duration(run),
                 p.initial_delay,
                 p.period,
@@ -196,7 +196,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
             };
             let mut s = format!(
                 "{} received SIGTERM{} and the pod was not deleted: the kubelet stops a container in place only when a liveness or startup probe fails",
-                name.unwrap_or("the container"),
+                super::who(name),
                 if exit143 { " (exit 143)" } else { "" }
             );
             if let Some(server) = server {

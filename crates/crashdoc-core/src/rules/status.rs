@@ -86,7 +86,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                         0.3,
                         format!(
                             "{} is reported OOMKilled but exited 143 (SIGTERM)",
-                            name.unwrap_or("the container")
+                            super::who(name)
                         ),
                     )
                     .container(name)
@@ -98,7 +98,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             let limit = c.limits.get("memory");
             let mut summary = format!(
                 "{} was killed by the kernel for exceeding its memory",
-                name.unwrap_or("the container")
+                super::who(name)
             );
             let mut f = Finding::new(Cause::OomKilled, 0.95, String::new()).container(name);
             f = f
@@ -112,7 +112,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                         let suggested = format_bytes_quantity(b + b / 2);
                         f = f.fix(format!(
                             "raise the memory limit of {} from {} to about {suggested} (1.5x) and set the request to match, then watch the peak with `kubectl top`",
-                            name.unwrap_or("the container"),
+                            super::who(name),
                             l.value
                         ));
                         f = f.fix(format!(
@@ -154,7 +154,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             let mut f = Finding::new(
                 Cause::OomKilled,
                 0.3,
-                format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", name.unwrap_or("the container")),
+                format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", super::who(name)),
             )
             .container(name)
             .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
@@ -243,10 +243,7 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
         let name = cx.container_or_focus(Some(c));
         let looping = cx.pod.is_restarting();
         let probe = crate::rules::probes::probe_stopped(cx, c);
-        let mut summary = format!(
-            "{} exits 0 (Completed) and {how}",
-            name.unwrap_or("the container")
-        );
+        let mut summary = format!("{} exits 0 (Completed) and {how}", super::who(name));
         if !c.command.is_empty() || !c.args.is_empty() {
             let cmd = [c.command.clone(), c.args.clone()].concat().join(" ");
             summary.push_str(&format!(
@@ -414,7 +411,7 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
                 "the command is not executable"
             };
             out.push(
-                Finding::new(Cause::BadCommand, 0.85, format!("{} exited {code}: {what}", name.unwrap_or("the container")))
+                Finding::new(Cause::BadCommand, 0.85, format!("{} exited {code}: {what}", super::who(name)))
                     .container(name)
                     .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
                     .fix("check the command and args against the image: the path must exist and be executable")
@@ -436,11 +433,7 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
                     Finding::new(
                         Cause::BadCommand,
                         if strong { 0.92 } else { 0.6 },
-                        format!(
-                            "{} could not be started ({})",
-                            name.unwrap_or("the container"),
-                            r.value
-                        ),
+                        format!("{} could not be started ({})", super::who(name), r.value),
                     )
                     .container(name)
                     .cite(&r.cite)
@@ -627,7 +620,7 @@ fn check_native(cx: &Context) -> Vec<Finding> {
             _ => "a fatal signal from native code",
         };
         out.push(
-            Finding::new(Cause::NativeCrash, 0.8, format!("{} died from {sig} (exit {code}): {hint}", name.unwrap_or("the container")))
+            Finding::new(Cause::NativeCrash, 0.8, format!("{} died from {sig} (exit {code}): {hint}", super::who(name)))
                 .container(name)
                 .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
                 .cite_opt(t.reason.as_ref().map(|x| &x.cite))
@@ -678,7 +671,7 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
                 0.8,
                 format!(
                     "{} exited 143 (SIGTERM) although the reason says OOMKilled: the OOM killer sends SIGKILL (137), so the container was stopped (drain, eviction or rollout) and the reason is misreported",
-                    name.unwrap_or("the container")
+                    super::who(name)
                 ),
             )
             .container(name)
@@ -700,7 +693,7 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
         }
         let score = if in_place { 0.5 } else { 0.72 };
         out.push(
-            Finding::new(Cause::Terminated, score, format!("{} was stopped with SIGTERM (exit 143)", name.unwrap_or("the container")))
+            Finding::new(Cause::Terminated, score, format!("{} was stopped with SIGTERM (exit 143)", super::who(name)))
                 .container(name)
                 .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
                 .fix("find who stopped it (rollout, scale-down, drain); make shutdown on SIGTERM fast and clean")

@@ -1,0 +1,235 @@
+//! Runs the real binary, as users do.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn crashdoc(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crashdoc"));
+    c.args(args).current_dir(repo()).env("NO_COLOR", "1");
+    c.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("run crashdoc");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("wait")
+}
+
+fn json(args: &[&str], stdin: Option<&[u8]>) -> serde_json::Value {
+    let out = crashdoc(args, stdin);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn top(v: &serde_json::Value) -> (&str, &str) {
+    let d = &v["pods"][0]["diagnoses"][0];
+    (
+        d["cause"].as_str().unwrap_or("?"),
+        d["confidence"].as_str().unwrap_or("?"),
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("crashdoc-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+#[test]
+fn shipped_examples_are_diagnosed() {
+    for (path, cause) in [
+        ("examples/vllm-oom", "oom-killed"),
+        ("examples/slow-start-liveness", "probe-kill"),
+        ("examples/bundle", "auth-failure"),
+        ("examples/missing-secret-key.txt", "config-ref-missing"),
+    ] {
+        let v = json(&["analyze", path, "--format", "json"], None);
+        assert_eq!(v["schema"], "crashdoc/v1");
+        assert_eq!(top(&v).0, cause, "{path}");
+    }
+}
+
+#[test]
+fn paste_on_stdin() {
+    let paste = std::fs::read(repo().join("examples/missing-secret-key.txt")).unwrap();
+    let v = json(&["analyze", "-", "--format", "json"], Some(&paste));
+    assert_eq!(top(&v), ("config-ref-missing", "high"));
+    assert_eq!(v["pods"][0]["name"], "ledger-api-7c8b9d6f5c-2kx9p");
+}
+
+#[test]
+fn text_and_markdown_outputs() {
+    let out = crashdoc(&["analyze", "examples/vllm-oom"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("cause oom-killed (high) in container vllm"),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b'), "no colour when not a terminal");
+    let md = String::from_utf8_lossy(
+        &crashdoc(
+            &["analyze", "examples/vllm-oom", "--format", "markdown"],
+            None,
+        )
+        .stdout,
+    )
+    .to_string();
+    for h in [
+        "# Post-mortem",
+        "## What happened",
+        "## Timeline",
+        "## Cause",
+        "## Evidence",
+        "## Fix",
+        "## Follow-ups",
+    ] {
+        assert!(md.contains(h), "markdown lacks {h}");
+    }
+}
+
+#[test]
+fn bundle_tar_gz_reads_like_the_folder() {
+    let dir = temp_dir("tgz");
+    let tgz = dir.join("bundle.tar.gz");
+    let st = Command::new("tar")
+        .args(["-czf"])
+        .arg(&tgz)
+        .arg("-C")
+        .arg(repo().join("examples/bundle"))
+        .arg(".")
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    let a = json(&["analyze", "examples/bundle", "--format", "json"], None);
+    let b = json(
+        &["analyze", tgz.to_str().unwrap(), "--format", "json"],
+        None,
+    );
+    assert_eq!(top(&a), top(&b));
+    assert_eq!(
+        a["pods"][0]["diagnoses"][0]["evidence"],
+        b["pods"][0]["diagnoses"][0]["evidence"]
+    );
+}
+
+#[test]
+fn explain_and_rules() {
+    let out = crashdoc(&["explain", "probe-kill"], None);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for h in [
+        "What it detects",
+        "Why it crash-loops",
+        "Evidence",
+        "Example",
+        "Fix",
+        "Known false positives",
+    ] {
+        assert!(s.contains(h), "explain lacks {h}");
+    }
+    let out = crashdoc(&["explain", "no-such-cause"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error:"));
+    let rules = String::from_utf8_lossy(&crashdoc(&["rules"], None).stdout).to_string();
+    for c in ["oom-killed", "probe-kill", "gpu-unavailable", "unknown"] {
+        assert!(rules.lines().any(|l| l.starts_with(c)), "rules lacks {c}");
+    }
+}
+
+#[test]
+fn unusable_input_exits_2_with_a_hint() {
+    let empty = temp_dir("empty");
+    let out = crashdoc(&["analyze", empty.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error:") && err.contains("hint:"), "{err}");
+
+    let out = crashdoc(&["analyze", "-"], Some(b""));
+    assert_eq!(out.status.code(), Some(2));
+
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let out = crashdoc(&["analyze", "-"], Some(&garbage));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("binary"));
+
+    let out = crashdoc(&["analyze", "/no/such/path"], None);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn partial_input_gives_a_partial_analysis() {
+    let dir = temp_dir("partial");
+    // Truncated YAML, a log with invalid UTF-8 and CRLF, an unknown file.
+    std::fs::write(dir.join("pod.yaml"), "status:\n  containerStatuses:\n  - name: api\n    restartCount: 9\n    lastState:\n      terminated:\n        exitCode: 1\n        reason: Err").unwrap();
+    std::fs::write(
+        dir.join("logs-previous.txt"),
+        b"starting\r\n\xff\xfe\r\nFATAL: could not connect to server: Connection refused\r\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.md"), "ticket text").unwrap();
+    let v = json(
+        &["analyze", dir.to_str().unwrap(), "--format", "json"],
+        None,
+    );
+    assert_eq!(top(&v).0, "dependency-unreachable");
+    let notes = v["pods"][0]["notes"].to_string();
+    assert!(notes.contains("notes.md"), "{notes}");
+    assert!(notes.contains("invalid UTF-8"), "{notes}");
+    let missing = v["pods"][0]["missing"].to_string();
+    assert!(missing.contains("events"), "{missing}");
+}
+
+#[test]
+fn secret_values_never_reach_the_output() {
+    let dir = temp_dir("secret");
+    std::fs::write(dir.join("secret.yaml"), "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: aHVudGVyMi1zM2NyZXQ=\n").unwrap();
+    std::fs::write(
+        dir.join("logs-previous.txt"),
+        "FATAL:  password authentication failed for user \"app\"\n",
+    )
+    .unwrap();
+    for fmt in ["json", "text", "markdown"] {
+        let out = crashdoc(&["analyze", dir.to_str().unwrap(), "--format", fmt], None);
+        let s = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success());
+        assert!(
+            !s.contains("aHVudGVyMi1zM2NyZXQ") && !s.contains("hunter2-s3cret"),
+            "{fmt} leaks the secret"
+        );
+    }
+}
+
+#[test]
+fn help_teaches() {
+    let out = crashdoc(&["analyze", "--help"], None);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("describe-pod.txt") && s.contains("Examples:") && s.contains("Exit status"));
+}
