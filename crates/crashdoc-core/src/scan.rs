@@ -282,15 +282,13 @@ impl Catalog {
         // Head: the first lines of the log.
         if st.head.len() < HEAD_LINES {
             let mut start = 0;
-            let mut n = first_line;
-            for end in memchr::memchr_iter(b'\n', block) {
+            for (n, end) in (first_line..).zip(memchr::memchr_iter(b'\n', block)) {
                 if st.head.len() >= HEAD_LINES {
                     break;
                 }
                 let line = st.make_line(n, &block[start..end]);
                 st.head.push(line);
                 start = end + 1;
-                n += 1;
             }
         }
 

@@ -108,7 +108,7 @@ fn report_error(e: &anyhow::Error) {
     let _ = writeln!(
         err,
         "{} {e}",
-        owo_colors::OwoColorize::red(&"error:").to_string()
+        owo_colors::OwoColorize::red(&"error:")
     );
     for cause in e.chain().skip(1) {
         let _ = writeln!(err, "  Caused by: {cause}");
@@ -127,7 +127,7 @@ fn report_error(e: &anyhow::Error) {
         let _ = writeln!(
             err,
             "{} {h}",
-            owo_colors::OwoColorize::cyan(&"hint:").to_string()
+            owo_colors::OwoColorize::cyan(&"hint:")
         );
     }
 }

@@ -457,10 +457,10 @@ pub fn parse(doc: &Doc) -> Described {
             }
             "environment variables from" => sub = Sub::EnvFrom,
             "mounts" => sub = Sub::Mounts,
-            "restart policy" => {
-                if value.eq_ignore_ascii_case("always") && c.kind == ContainerKind::Init {
-                    c.kind = ContainerKind::Sidecar;
-                }
+            "restart policy"
+                if value.eq_ignore_ascii_case("always") && c.kind == ContainerKind::Init =>
+            {
+                c.kind = ContainerKind::Sidecar;
             }
             "liveness" | "readiness" | "startup" => {
                 let kind = match key.as_str() {

@@ -104,16 +104,18 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
                     observed: true,
                 };
             }
-            let mut parts = Parts::default();
-            parts.events = events
-                .iter()
-                .filter(|e| {
-                    e.object
-                        .as_deref()
-                        .is_some_and(|o| o.starts_with(&format!("pod/{name}")))
-                })
-                .cloned()
-                .collect();
+            let mut parts = Parts {
+                events: events
+                    .iter()
+                    .filter(|e| {
+                        e.object
+                            .as_deref()
+                            .is_some_and(|o| o.starts_with(&format!("pod/{name}")))
+                    })
+                    .cloned()
+                    .collect(),
+                ..Default::default()
+            };
             let log_path = dir.join(&name).join("logs.txt");
             if let Ok(f) = std::fs::File::open(&log_path) {
                 let file = format!("{ns_name}/{name}/logs.txt");
@@ -126,9 +128,9 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
             let mut e = assemble(parts);
             let mut p = e.pods.pop().unwrap_or_default();
             // The pod object is the primary evidence; the assembled parts add events and logs.
-            pod.events.extend(p.events.drain(..));
-            pod.logs.extend(p.logs.drain(..));
-            pod.sources.extend(p.sources.drain(..));
+            pod.events.append(&mut p.events);
+            pod.logs.append(&mut p.logs);
+            pod.sources.append(&mut p.sources);
             pod.node = pod
                 .node_name
                 .as_ref()

@@ -203,7 +203,7 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
             };
             let in_object =
                 matches!(cur_kind, Some(FileKind::Objects)) && !DESCRIBE_START.is_match(t);
-            if !same && !in_object && !(from_command && cur_lines.len() <= 1) {
+            if !(same || in_object || from_command && cur_lines.len() <= 1) {
                 flush(&mut out, cur_kind.take(), cur_start, &mut cur_lines);
                 cur_start = i;
                 from_command = false;

@@ -36,7 +36,7 @@ mod tests {
         assert!(d["evidence"][0]["source"].is_string());
         assert!(d["evidence"][0]["ref"].is_string());
         assert!(d["evidence"][0]["text"].is_string());
-        assert!(d["fix"].as_array().unwrap().len() > 0);
+        assert!(!d["fix"].as_array().unwrap().is_empty());
         assert!(
             d["commands"]
                 .as_array()

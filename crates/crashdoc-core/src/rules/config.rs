@@ -457,7 +457,7 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
     if let Some(mut f) = cx.from_logs(Cause::AuthFailure, |s| {
         let l = &s.hit.line.text;
         if let Some(c) = RBAC.captures(l) {
-            format!("ServiceAccount {} may not {} {} (API group \"{}\"): RBAC denies what the program needs", c[3].to_string(), &c[4], &c[5], &c[6])
+            format!("ServiceAccount {} may not {} {} (API group \"{}\"): RBAC denies what the program needs", &c[3], &c[4], &c[5], &c[6])
         } else if l.contains("HF_TOKEN") || l.contains("huggingface") || l.contains("gated") {
             "the model hub refused the token (missing, invalid or without access to a gated model)".to_string()
         } else {

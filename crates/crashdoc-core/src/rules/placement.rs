@@ -472,7 +472,7 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
         } else {
             s.hit.sig.meaning
         };
-        format!("{what}")
+        what.to_string()
     }) {
         if let Some(c) = cx.pod.containers.iter().find_map(|c| c.run_as_user.as_ref()) {
             f = f.cite(&c.cite);
