@@ -12,8 +12,8 @@
 #   logs-previous.<container>.txt    kubectl logs POD -c C --previous   (only when kubectl returned logs)
 #   logs.<container>.txt             kubectl logs POD -c C              (only when kubectl returned logs)
 #
-# checks that kubectl shows the failure (the workload's crashdoc.test/expect-*
-# annotations), runs `target/release/crashdoc analyze DIR --format json` and
+# checks that kubectl shows the failure (the "# expect-describe:" and
+# "# expect-logs-previous:" header comments of scenarios/<name>.yaml), runs `target/release/crashdoc analyze DIR --format json` and
 # compares .pods[0].diagnoses[0].cause with expected.tsv.
 #
 # Prints one line per scenario, then "N passed, M failed"; exits non-zero if any
@@ -76,15 +76,20 @@ while IFS=$'\t' read -r ref expected; do
   done
 
   # --- the cluster shows the failure the way kubectl users see it
-  want_describe=$(kubectl -n "$NS" get "$kind" "$name" -o jsonpath='{.metadata.annotations.crashdoc\.test/expect-describe}')
+  # expectations are header comments of scenarios/<name>.yaml (never sent to the cluster)
+  manifest="$TESTS/scenarios/$name.yaml"
   while IFS= read -r needle; do
     [[ -z "$needle" ]] && continue
     grep -qF -- "$needle" "$dir/describe-pod.txt" || problems+=("describe lacks '$needle'")
-  done <<<"$want_describe"
-  want_logs=$(kubectl -n "$NS" get "$kind" "$name" -o jsonpath='{.metadata.annotations.crashdoc\.test/expect-logs-previous}')
-  if [[ -n "$want_logs" ]]; then
-    grep -qF -- "$want_logs" "$dir"/logs-previous.*.txt 2>/dev/null \
-      || problems+=("logs --previous lack '$want_logs'")
+  done < <(sed -n 's/^# expect-describe: //p' "$manifest")
+  while IFS= read -r needle; do
+    [[ -z "$needle" ]] && continue
+    grep -qF -- "$needle" "$dir"/logs-previous.*.txt 2>/dev/null \
+      || problems+=("logs --previous lack '$needle'")
+  done < <(sed -n 's/^# expect-logs-previous: //p' "$manifest")
+  # the crashdoc.test/* hints that steered kwok must be gone (only the scenario label stays)
+  if grep -q 'crashdoc\.test/' <(grep -v 'crashdoc\.test/scenario' "$dir/pod.yaml"); then
+    problems+=("steering annotations still on the pod")
   fi
   [[ -s "$dir/events.txt" ]] || problems+=("no events for the pod")
 
