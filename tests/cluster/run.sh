@@ -20,12 +20,17 @@
 # failed. Always runs `scripts/cluster down` on exit.
 #
 # CRASHDOC_CLUSTER_ONLY=1 skips the crashdoc comparison (proves the cluster only).
+# CRASHDOC_BIN=path uses another crashdoc binary than target/release/crashdoc.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TESTS="$ROOT/tests/cluster"
 CAPTURE="$ROOT/target/cluster/capture"
-CRASHDOC="$ROOT/target/release/crashdoc"
+# target/release/crashdoc; CRASHDOC_BIN overrides (.ci/run builds into $CARGO_TARGET_DIR)
+CRASHDOC="${CRASHDOC_BIN:-$ROOT/target/release/crashdoc}"
+if [[ -z "${CRASHDOC_BIN:-}" && ! -x "$CRASHDOC" && -n "${CARGO_TARGET_DIR:-}" && -x "$CARGO_TARGET_DIR/release/crashdoc" ]]; then
+  CRASHDOC="$CARGO_TARGET_DIR/release/crashdoc"
+fi
 NS=crashdoc-e2e
 
 cleanup() { "$ROOT/scripts/cluster" down || true; }
@@ -44,7 +49,7 @@ if [[ "${CRASHDOC_CLUSTER_ONLY:-}" == 1 ]]; then
   echo "CRASHDOC_CLUSTER_ONLY=1: checking the cluster only, not crashdoc"
 elif [[ ! -x "$CRASHDOC" ]]; then
   have_crashdoc=0
-  echo "target/release/crashdoc not found (build it with cargo build --release): the crashdoc comparison cannot run, every scenario fails"
+  echo "$CRASHDOC not found (build it with cargo build --release, or set CRASHDOC_BIN): the crashdoc comparison cannot run, every scenario fails"
 fi
 
 rm -rf "$CAPTURE"; mkdir -p "$CAPTURE"
