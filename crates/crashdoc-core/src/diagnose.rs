@@ -298,7 +298,7 @@ fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
         evidence.push(Cite::new(
             SourceKind::Log,
             format!("{}:{}", l.file, last.number),
-            last.text.clone(),
+            crate::redact::redact(&last.text).into_owned(),
         ));
     }
     if evidence.is_empty() {

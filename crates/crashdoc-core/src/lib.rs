@@ -13,6 +13,7 @@ pub mod causes;
 pub mod diagnose;
 pub mod ingest;
 pub mod model;
+pub mod redact;
 pub mod render;
 pub mod rules;
 pub mod scan;

@@ -399,6 +399,16 @@ pub struct ConfigObject {
     pub cite: Cite,
 }
 
+/// Another object the pod depends on (a Service its logs fail to reach, its
+/// ServiceAccount), and whether it exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRef {
+    pub kind: String,
+    pub name: String,
+    pub exists: Option<bool>,
+    pub cite: Cite,
+}
+
 /// Node facts that matter for a crash loop.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Node {
@@ -443,6 +453,7 @@ pub struct Pod {
     pub logs: Vec<crate::scan::LogScan>,
     pub pvcs: Vec<Pvc>,
     pub config_objects: Vec<ConfigObject>,
+    pub object_refs: Vec<ObjectRef>,
     pub node: Option<Node>,
     pub usage: Vec<Usage>,
     /// Input files that fed this pod.

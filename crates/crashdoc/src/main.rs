@@ -1,4 +1,7 @@
-//! The crashdoc command line. Thin by design: the work is in crashdoc-core.
+//! The crashdoc command line. Thin by design: the work is in crashdoc-core
+//! (offline) and crashdoc-kube (the API server).
+
+mod live;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -18,6 +21,9 @@ use std::process::ExitCode;
     max_term_width = 100
 )]
 struct Cli {
+    /// Print what was collected and how (requests, timings) on stderr.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -27,6 +33,42 @@ enum Command {
     /// Diagnose saved or pasted kubectl output, a cluster-info dump or a crashdoc bundle.
     #[command(long_about = ANALYZE_HELP)]
     Analyze(AnalyzeArgs),
+    /// Diagnose a pod or a workload's failing pods live: NAME, pod/NAME, deploy/NAME, sts/NAME, ds/NAME, job/NAME.
+    #[command(long_about = DIAGNOSE_HELP)]
+    Diagnose {
+        target: String,
+        #[command(flatten)]
+        cluster: live::ClusterArgs,
+        /// Also keep the evidence as a bundle (a folder, or FILE.tar.gz).
+        #[arg(long, value_name = "PATH")]
+        save: Option<PathBuf>,
+        #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
+        format: Format,
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+    /// Capture the evidence of a pod or workload as a bundle, before the next crash overwrites it.
+    Capture {
+        target: String,
+        #[command(flatten)]
+        cluster: live::ClusterArgs,
+        /// Where to write: a folder, or FILE.tar.gz.
+        #[arg(short = 'o', long, value_name = "DIR|FILE.tar.gz")]
+        output: PathBuf,
+    },
+    /// Diagnose every unhealthy pod of a namespace (or all), grouped by cause and owner.
+    Scan {
+        #[command(flatten)]
+        cluster: live::ClusterArgs,
+        /// Every namespace.
+        #[arg(short = 'A', long)]
+        all_namespaces: bool,
+        #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Pods collected at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
     /// Print the documentation of a cause's rule: what, why, evidence, example, fix, false positives.
     Explain {
         /// A cause id, e.g. oom-killed (see `crashdoc rules`).
@@ -62,6 +104,26 @@ Examples:
 
 Exit status: 0 when the analysis ran (whatever it found), 2 for unusable input or arguments.";
 
+const DIAGNOSE_HELP: &str = "Diagnose live, against the cluster of the current kubeconfig context.
+
+crashdoc reads the pod, its events (by uid), the current and previous logs of every
+container (init containers and sidecars too), the owner chain, the node, the PVCs,
+the ConfigMaps and Secrets it references (key names and sizes only), its
+ServiceAccount, and the Services its logs fail to reach. All requests after the
+first run in parallel. It only ever gets, lists and watches.
+
+For a workload (deploy/NAME, sts/NAME, ...) its failing pods are diagnosed, newest
+ReplicaSet first.
+
+Examples:
+  crashdoc diagnose vllm-7d9f-abcde -n llm
+  crashdoc diagnose deploy/vllm -n llm --save evidence.tar.gz
+  crashdoc diagnose job/train --context prod --format json
+
+Least privilege works: when events, logs, secrets or nodes are forbidden the
+diagnosis still comes and names what it could not read and the RBAC rule that
+would let it.";
+
 #[derive(clap::Args)]
 struct AnalyzeArgs {
     /// Folder, file, bundle (.tar.gz) or `-` for standard input.
@@ -78,7 +140,7 @@ struct AnalyzeArgs {
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-enum Format {
+pub(crate) enum Format {
     Text,
     Json,
     Markdown,
@@ -105,13 +167,16 @@ fn main() -> ExitCode {
 /// uv-style errors: `error:`, the causes, then a hint.
 fn report_error(e: &anyhow::Error) {
     let mut err = anstream::stderr();
-    let _ = writeln!(
-        err,
-        "{} {e}",
-        owo_colors::OwoColorize::red(&"error:")
-    );
+    let _ = writeln!(err, "{} {e}", owo_colors::OwoColorize::red(&"error:"));
     for cause in e.chain().skip(1) {
         let _ = writeln!(err, "  Caused by: {cause}");
+    }
+    let kube_hint = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<crashdoc_kube::KubeError>()?.hint());
+    if let Some(h) = kube_hint {
+        let _ = writeln!(err, "{} {h}", owo_colors::OwoColorize::cyan(&"hint:"));
+        return;
     }
     let hint = e.chain().find_map(|c| {
         let c = c.downcast_ref::<ingest::InputError>()?;
@@ -124,17 +189,65 @@ fn report_error(e: &anyhow::Error) {
         })
     });
     if let Some(h) = hint {
-        let _ = writeln!(
-            err,
-            "{} {h}",
-            owo_colors::OwoColorize::cyan(&"hint:")
-        );
+        let _ = writeln!(err, "{} {h}", owo_colors::OwoColorize::cyan(&"hint:"));
+    }
+}
+
+fn color_on(choice: ColorChoice) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let verbose = cli.verbose;
     match cli.command {
         Command::Analyze(a) => analyze(a),
+        Command::Diagnose {
+            target,
+            cluster,
+            save,
+            format,
+            color,
+        } => {
+            live::runtime()?.block_on(live::diagnose(
+                cluster,
+                target,
+                save,
+                format,
+                color_on(color),
+                verbose,
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Capture {
+            target,
+            cluster,
+            output,
+        } => {
+            live::runtime()?.block_on(live::capture(cluster, target, output, verbose))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Scan {
+            cluster,
+            all_namespaces,
+            format,
+            concurrency,
+        } => {
+            live::runtime()?.block_on(live::scan(
+                cluster,
+                all_namespaces,
+                format,
+                concurrency,
+                verbose,
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Explain { cause } => {
             let c: Cause = cause.parse()?;
             let mut out = anstream::stdout();
@@ -214,14 +327,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<ExitCode> {
         Format::Json => writeln!(out, "{}", render::json(&report))?,
         Format::Markdown => write!(out, "{}", render::markdown(&report))?,
         Format::Text => {
-            let color = match a.color {
-                ColorChoice::Always => true,
-                ColorChoice::Never => false,
-                ColorChoice::Auto => {
-                    std::io::stdout().is_terminal()
-                        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                }
-            };
+            let color = color_on(a.color);
             let text = render::terminal(&report, render::Style { color, all: a.all });
             // anstream strips colour when stdout is not a terminal; `always` writes it raw.
             if a.color == ColorChoice::Always {

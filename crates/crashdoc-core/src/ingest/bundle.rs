@@ -187,10 +187,26 @@ pub fn read_meta(parts: &mut Parts, doc: &Doc) {
     match serde_json::from_str::<Vec<Reference>>(&doc.text) {
         Ok(refs) => {
             for (i, r) in refs.into_iter().enumerate() {
-                let kind = if r.kind == "Secret" {
-                    RefKind::Secret
-                } else {
-                    RefKind::ConfigMap
+                let kind = match r.kind.as_str() {
+                    "Secret" => RefKind::Secret,
+                    "ConfigMap" => RefKind::ConfigMap,
+                    _ => {
+                        let text = format!(
+                            "{} {} exists: {}",
+                            r.kind,
+                            r.name,
+                            r.exists.map_or("unknown".to_string(), |b| b.to_string())
+                        );
+                        let cite =
+                            Cite::new(SourceKind::Object, format!("{}[{i}]", doc.name), text);
+                        parts.object_refs.push(ObjectRef {
+                            kind: r.kind,
+                            name: r.name,
+                            exists: r.exists,
+                            cite,
+                        });
+                        continue;
+                    }
                 };
                 let text = match r.exists {
                     Some(false) => format!("{} {} does not exist", r.kind, r.name),
@@ -217,5 +233,190 @@ pub fn read_meta(parts: &mut Parts, doc: &Doc) {
             }
         }
         Err(e) => parts.notes.push(format!("{}: {e}", doc.name)),
+    }
+}
+
+/// One pod's files for a bundle: name inside the pod folder, and content.
+#[derive(Debug, Clone, Default)]
+pub struct PodFiles {
+    pub namespace: String,
+    pub name: String,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl PodFiles {
+    pub fn path(&self) -> String {
+        format!("pods/{}/{}", self.namespace, self.name)
+    }
+}
+
+fn manifest_for(pods: &[PodFiles], context: Option<&str>, created: &str) -> Manifest {
+    Manifest {
+        format: FORMAT.into(),
+        version: VERSION,
+        created: Some(created.to_string()),
+        tool: Some(format!("crashdoc {}", env!("CARGO_PKG_VERSION"))),
+        context: context.map(str::to_string),
+        pods: pods
+            .iter()
+            .map(|p| ManifestPod {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                path: p.path(),
+            })
+            .collect(),
+    }
+}
+
+fn safe_component(s: &str) -> bool {
+    !s.is_empty() && !s.contains('/') && !s.contains('\\') && s != "." && s != ".."
+}
+
+/// Write a bundle folder. Refuses names that would escape it.
+pub fn write_dir(
+    root: &Path,
+    pods: &[PodFiles],
+    context: Option<&str>,
+    created: &str,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(root)?;
+    for p in pods {
+        if !safe_component(&p.namespace) || !safe_component(&p.name) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("unsafe pod name {}/{}", p.namespace, p.name),
+            ));
+        }
+        let dir = root.join(p.path());
+        std::fs::create_dir_all(&dir)?;
+        for (name, bytes) in &p.files {
+            if !safe_component(name) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("unsafe file name {name}"),
+                ));
+            }
+            std::fs::write(dir.join(name), bytes)?;
+        }
+    }
+    let m = serde_json::to_vec_pretty(&manifest_for(pods, context, created))
+        .map_err(std::io::Error::other)?;
+    std::fs::write(root.join("manifest.json"), m)
+}
+
+/// Write a bundle as `.tar.gz`.
+pub fn write_tar_gz(
+    path: &Path,
+    pods: &[PodFiles],
+    context: Option<&str>,
+    created: &str,
+) -> std::io::Result<()> {
+    let f = std::fs::File::create(path)?;
+    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    let mut add = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(&mut h, name, bytes)
+    };
+    let m = serde_json::to_vec_pretty(&manifest_for(pods, context, created))
+        .map_err(std::io::Error::other)?;
+    add("manifest.json", &m)?;
+    for p in pods {
+        if !safe_component(&p.namespace) || !safe_component(&p.name) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("unsafe pod name {}/{}", p.namespace, p.name),
+            ));
+        }
+        for (name, bytes) in &p.files {
+            if !safe_component(name) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("unsafe file name {name}"),
+                ));
+            }
+            add(&format!("{}/{name}", p.path()), bytes)?;
+        }
+    }
+    tar.into_inner()?.finish()?.sync_all()
+}
+
+/// Read bundle files already in memory (a live collection) as evidence, so
+/// that a live diagnosis runs exactly what `analyze` runs on the bundle.
+pub fn read_memory(pods: &[PodFiles]) -> Evidence {
+    let mut ev = Evidence::default();
+    for p in pods {
+        let mut parts = Parts::default();
+        for (name, bytes) in &p.files {
+            if let Err(e) = parts.add_file(name, bytes.len() as u64, &bytes[..]) {
+                parts.notes.push(format!("could not read {name}: {e}"));
+            }
+        }
+        let mp = ManifestPod {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            path: p.path(),
+        };
+        push_pods(&mut ev, parts, &mp);
+    }
+    ev
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_then_read_round_trips() {
+        let pod = PodFiles {
+            namespace: "ml".into(),
+            name: "web-1".into(),
+            files: vec![
+                ("pod.json".into(), br#"{"kind":"Pod","metadata":{"name":"web-1","namespace":"ml"},"status":{"containerStatuses":[{"name":"web","restartCount":2,"lastState":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}}"#.to_vec()),
+                ("logs-previous.web.txt".into(), b"starting\n".to_vec()),
+            ],
+        };
+        let dir = std::env::temp_dir().join(format!("crashdoc-bundle-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_dir(
+            &dir,
+            std::slice::from_ref(&pod),
+            Some("ctx"),
+            "2024-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let a = read_dir(&dir).unwrap();
+        let tgz = dir.join("b.tar.gz");
+        write_tar_gz(
+            &tgz,
+            std::slice::from_ref(&pod),
+            None,
+            "2024-01-01T00:00:00Z",
+        )
+        .unwrap();
+        let b = read_tar_gz(&tgz).unwrap();
+        let c = read_memory(std::slice::from_ref(&pod));
+        for ev in [&a, &b, &c] {
+            assert_eq!(ev.pods.len(), 1);
+            let p = &ev.pods[0];
+            assert_eq!(p.name.as_deref(), Some("web-1"));
+            assert!(
+                p.containers[0]
+                    .last_termination()
+                    .unwrap()
+                    .reason_is("OOMKilled")
+            );
+            assert_eq!(p.logs.len(), 1);
+        }
+        let bad = PodFiles {
+            namespace: "..".into(),
+            name: "x".into(),
+            files: vec![],
+        };
+        assert!(write_dir(&dir.join("bad"), &[bad], None, "").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -142,6 +142,7 @@ pub struct Parts {
     pub logs: Vec<LogScan>,
     pub pvcs: Vec<Pvc>,
     pub config_objects: Vec<ConfigObject>,
+    pub object_refs: Vec<ObjectRef>,
     pub usage: Vec<Usage>,
     pub sources: Vec<String>,
     pub notes: Vec<String>,
@@ -668,6 +669,7 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         }
         pod.pvcs.extend(pvcs.iter().cloned());
         pod.config_objects.extend(config_objects.iter().cloned());
+        pod.object_refs.extend(parts.object_refs.iter().cloned());
         pod.node = pod.node.take().or_else(|| nodes.first().cloned());
         pod.usage.extend(parts.usage.iter().cloned());
         for l in &parts.logs {

@@ -268,6 +268,32 @@ fn check_dependency(cx: &Context) -> Vec<Finding> {
         .unwrap_or_default();
     if let Some(t) = target_of(&line) {
         let host = t.split(':').next().unwrap_or(&t).to_string();
+        // A live collection looked the Service up.
+        let short = host.split('.').next().unwrap_or(&host);
+        if let Some(r) = cx
+            .pod
+            .object_refs
+            .iter()
+            .find(|r| r.kind == "Service" && r.name.split('.').next() == Some(short))
+        {
+            match r.exists {
+                Some(false) => {
+                    f.score = f.score.max(0.9);
+                    f.summary = format!(
+                        "the program cannot reach {t}: there is no Service {} in the namespace",
+                        r.name
+                    );
+                    f = f.cite(&r.cite).fix(format!(
+                        "create Service {} or point the program at the right host name",
+                        r.name
+                    ));
+                }
+                Some(true) => {
+                    f = f.cite(&r.cite).why(format!("Service {} exists: check that it has ready endpoints and the port is right", r.name));
+                }
+                None => {}
+            }
+        }
         let is_ip = host.chars().all(|c| c.is_ascii_digit() || c == '.');
         if is_ip {
             f = f.cmd(cx.kubectl("get endpoints -o wide")).fix(format!("find what should answer at {t} (a Service's ClusterIP or a pod) and whether it is up and ready"));
@@ -282,7 +308,7 @@ fn check_dependency(cx: &Context) -> Vec<Finding> {
     vec![f.fix("make the program retry the connection with back-off rather than exit, so it survives its dependency starting later")]
 }
 
-fn target_of(line: &str) -> Option<String> {
+pub fn target_of(line: &str) -> Option<String> {
     if let Some(c) = HOSTPORT.captures(line) {
         let host = &c[1];
         if host.contains('.') || host.len() > 2 {

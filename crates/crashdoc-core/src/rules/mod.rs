@@ -6,7 +6,7 @@
 
 mod config;
 pub mod gpu;
-mod logs;
+pub mod logs;
 mod placement;
 pub mod probes;
 mod status;
@@ -153,7 +153,7 @@ impl Support<'_> {
         Cite::new(
             SourceKind::Log,
             format!("{}:{}", self.log.file, self.hit.line.number),
-            crate::text::clip(self.hit.line.text.trim(), 300),
+            crate::text::clip(&crate::redact::redact(self.hit.line.text.trim()), 300),
         )
     }
 }

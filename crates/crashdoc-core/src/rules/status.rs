@@ -312,7 +312,7 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
                 f = f.cite(&Cite::new(
                     SourceKind::Log,
                     format!("{}:{}", l.file, last.number),
-                    last.text.clone(),
+                    crate::redact::redact(&last.text).into_owned(),
                 ));
             }
             for e in cx

@@ -1,0 +1,80 @@
+//! crashdoc-kube: read-only collection of a pod's evidence from the API
+//! server, into the same bundle that `crashdoc analyze` reads.
+//!
+//! Only `get`, `list` and `watch` are ever sent: the collector has no code
+//! path that creates, updates, patches or deletes. Secret values are read
+//! only to count their keys' sizes and are dropped at once; they never reach
+//! a bundle, the output or a log line.
+
+mod collect;
+mod target;
+
+pub use collect::{
+    CollectOptions, Collection, Collector, referenced_objects, selector_string, unhealthy,
+};
+pub use target::{Target, TargetKind};
+
+/// What went wrong talking to the cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    #[error("cannot load the Kubernetes configuration")]
+    Config(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("{what} not found in namespace {namespace}")]
+    NotFound { what: String, namespace: String },
+    #[error("the API server refused to let this user {verb} {resource} in namespace {namespace}")]
+    Forbidden {
+        verb: String,
+        resource: String,
+        namespace: String,
+    },
+    #[error("request to the API server failed: {0}")]
+    Api(#[source] kube::Error),
+    #[error("{0}")]
+    Target(String),
+}
+
+impl KubeError {
+    /// The `hint:` line that tells the user what to do next.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            KubeError::Config(_) => Some("set KUBECONFIG or pass --kubeconfig / --context; inside a pod the service account is used".into()),
+            KubeError::NotFound { namespace, .. } => Some(format!("check the name and namespace (`kubectl get pods -n {namespace}`), or pass -n")),
+            KubeError::Forbidden { verb, resource, namespace } => Some(format!(
+                "grant the user `{verb}` on `{resource}` in {namespace} (a Role with verbs [get, list, watch] is all crashdoc needs)"
+            )),
+            KubeError::Api(_) => Some("check that the API server is reachable (`kubectl get --raw /readyz`)".into()),
+            KubeError::Target(_) => Some("targets look like NAME, pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME".into()),
+        }
+    }
+}
+
+/// Build a client the way kubectl does: --kubeconfig, else KUBECONFIG or
+/// ~/.kube/config, else the in-cluster service account; --context picks
+/// the context. Returns the client and the context's default namespace.
+pub async fn client(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+) -> Result<(kube::Client, String), KubeError> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| KubeError::Config(Box::new(e)))?;
+            kube::Config::from_custom_kubeconfig(kc, &options)
+                .await
+                .map_err(|e| KubeError::Config(Box::new(e)))?
+        }
+        None if context.is_some() => kube::Config::from_kubeconfig(&options)
+            .await
+            .map_err(|e| KubeError::Config(Box::new(e)))?,
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| KubeError::Config(Box::new(e)))?,
+    };
+    let ns = config.default_namespace.clone();
+    let client = kube::Client::try_from(config).map_err(|e| KubeError::Config(Box::new(e)))?;
+    Ok((client, ns))
+}

@@ -1,0 +1,412 @@
+//! The live commands: diagnose, capture, scan. Read-only: the collector
+//! only gets, lists and watches.
+
+use anyhow::Context as _;
+use crashdoc_core::ingest::bundle::{self, PodFiles};
+use crashdoc_core::{diagnose, render};
+use crashdoc_kube::{CollectOptions, Collector, Target};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, ListParams};
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Flags shared by every command that talks to a cluster (kubectl's names).
+#[derive(clap::Args, Clone)]
+pub struct ClusterArgs {
+    /// Namespace (default: the current context's namespace).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// The kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Path to the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Lines kept from the end of each container log.
+    #[arg(long, default_value_t = 5000)]
+    pub log_lines: i64,
+    /// Bytes kept of each container log.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub log_bytes: i64,
+    /// Do not read Secrets at all (no key-name checks). Secret values are never output either way.
+    #[arg(long)]
+    pub no_secret_keys: bool,
+}
+
+impl ClusterArgs {
+    async fn connect(&self) -> anyhow::Result<(kube::Client, String)> {
+        let (client, default_ns) =
+            crashdoc_kube::client(self.kubeconfig.as_deref(), self.context.as_deref()).await?;
+        Ok((client, self.namespace.clone().unwrap_or(default_ns)))
+    }
+
+    fn options(&self) -> CollectOptions {
+        CollectOptions {
+            log_lines: Some(self.log_lines),
+            log_bytes: self.log_bytes,
+            secret_keys: !self.no_secret_keys,
+        }
+    }
+}
+
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("@{secs}")
+}
+
+/// Write a bundle to a folder, or a `.tar.gz` when the path ends so.
+pub fn save(path: &Path, pods: &[PodFiles], context: Option<&str>) -> anyhow::Result<()> {
+    let name = path.to_string_lossy();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        bundle::write_tar_gz(path, pods, context, &now())
+            .with_context(|| format!("cannot write {}", path.display()))
+    } else {
+        bundle::write_dir(path, pods, context, &now())
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+/// Resolve a target and collect its failing pods (or the pod itself).
+async fn collect_target(
+    args: &ClusterArgs,
+    target: &str,
+    verbose: bool,
+) -> anyhow::Result<crashdoc_kube::Collection> {
+    let target: Target = target.parse()?;
+    let (client, ns) = args.connect().await?;
+    let started = Instant::now();
+    let collector = Collector::new(client, ns.clone(), args.options());
+    let pods = collector.resolve(&target).await?;
+    let is_pod = target.kind == crashdoc_kube::TargetKind::Pod;
+    let failing: Vec<Pod> = if is_pod {
+        pods
+    } else {
+        pods.into_iter()
+            .filter(crashdoc_kube::unhealthy)
+            .take(10)
+            .collect()
+    };
+    if failing.is_empty() {
+        anyhow::bail!(
+            "{} in namespace {ns} has no failing pod: every pod is running, ready and has not restarted",
+            target.name
+        );
+    }
+    let c = collector.collect(failing).await;
+    if verbose {
+        eprintln!(
+            "collected {} pod(s) with {} API requests in {} sequential waves in {} ms",
+            c.pods.len(),
+            c.requests,
+            c.waves,
+            started.elapsed().as_millis()
+        );
+    }
+    Ok(c)
+}
+
+pub fn output(report: &diagnose::Report, format: crate::Format, color: bool) -> anyhow::Result<()> {
+    let mut out = anstream::stdout();
+    match format {
+        crate::Format::Json => writeln!(out, "{}", render::json(report))?,
+        crate::Format::Markdown => write!(out, "{}", render::markdown(report))?,
+        crate::Format::Text => write!(
+            out,
+            "{}",
+            render::terminal(report, render::Style { color, all: false })
+        )?,
+    }
+    Ok(())
+}
+
+pub async fn diagnose(
+    args: ClusterArgs,
+    target: String,
+    save_to: Option<PathBuf>,
+    format: crate::Format,
+    color: bool,
+    verbose: bool,
+) -> anyhow::Result<()> {
+    let c = collect_target(&args, &target, verbose).await?;
+    if let Some(p) = &save_to {
+        save(p, &c.pods, args.context.as_deref())?;
+        eprintln!("saved the evidence to {}", p.display());
+    }
+    let ev = bundle::read_memory(&c.pods);
+    output(&diagnose::diagnose_all(&ev), format, color)
+}
+
+pub async fn capture(
+    args: ClusterArgs,
+    target: String,
+    to: PathBuf,
+    verbose: bool,
+) -> anyhow::Result<()> {
+    let c = collect_target(&args, &target, verbose).await?;
+    save(&to, &c.pods, args.context.as_deref())?;
+    let files: usize = c.pods.iter().map(|p| p.files.len()).sum();
+    println!("{}", to.display());
+    eprintln!(
+        "captured {} pod(s), {files} files; analyse with `crashdoc analyze {}`",
+        c.pods.len(),
+        to.display()
+    );
+    Ok(())
+}
+
+/// Every unhealthy pod of a namespace (or all), diagnosed, grouped by cause.
+pub async fn scan(
+    args: ClusterArgs,
+    all_namespaces: bool,
+    format: crate::Format,
+    concurrency: usize,
+    verbose: bool,
+) -> anyhow::Result<()> {
+    let (client, ns) = args.connect().await?;
+    let started = Instant::now();
+    let pods_api: Api<Pod> = if all_namespaces {
+        Api::all(client.clone())
+    } else {
+        Api::namespaced(client.clone(), &ns)
+    };
+    let events_api: Api<Event> = if all_namespaces {
+        Api::all(client.clone())
+    } else {
+        Api::namespaced(client.clone(), &ns)
+    };
+    let mut requests = 0u32;
+    // Pages of 500: memory holds only the unhealthy pods.
+    let mut unhealthy: Vec<Pod> = Vec::new();
+    let mut total = 0usize;
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default().limit(500);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        requests += 1;
+        let page = pods_api
+            .list(&lp)
+            .await
+            .map_err(|e| forbidden_hint(e, "list", "pods", &ns))?;
+        total += page.items.len();
+        unhealthy.extend(
+            page.items
+                .into_iter()
+                .filter(|p| crashdoc_kube::unhealthy(p) && !just_created_pending(p)),
+        );
+        token = page.metadata.continue_.filter(|t| !t.is_empty());
+        if token.is_none() {
+            break;
+        }
+    }
+    // Events once for the whole namespace, grouped by the pod's uid.
+    let mut by_uid: HashMap<String, Vec<Event>> = HashMap::new();
+    let mut events_ok = true;
+    let mut token: Option<String> = None;
+    if !unhealthy.is_empty() {
+        loop {
+            let mut lp = ListParams::default().limit(500);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            requests += 1;
+            match events_api.list(&lp).await {
+                Ok(page) => {
+                    for e in page.items {
+                        if let Some(uid) = e.involved_object.uid.clone() {
+                            by_uid.entry(uid).or_default().push(e);
+                        }
+                    }
+                    token = page.metadata.continue_.filter(|t| !t.is_empty());
+                    if token.is_none() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("note: events could not be listed ({e}); diagnosing without them");
+                    events_ok = false;
+                    break;
+                }
+            }
+        }
+    }
+    let bar = if std::io::stderr().is_terminal() && format == crate::Format::Text {
+        let b = indicatif::ProgressBar::new(unhealthy.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} diagnosing {pos}/{len} unhealthy pods {wide_bar} {elapsed}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let collector = Collector::new(client.clone(), ns.clone(), args.options());
+    let collector = &collector;
+    let by_uid = &by_uid;
+    let files: Vec<PodFiles> = futures::stream::iter(unhealthy.into_iter().map(|p| {
+        let uid = p.metadata.uid.clone().unwrap_or_default();
+        let events = if events_ok {
+            Some(by_uid.get(&uid).cloned().unwrap_or_default())
+        } else {
+            None
+        };
+        let bar = bar.clone();
+        async move {
+            let f = collector.collect_pod(p, events).await;
+            bar.inc(1);
+            f
+        }
+    }))
+    .buffer_unordered(concurrency.max(1))
+    .collect()
+    .await;
+    bar.finish_and_clear();
+    let ev = bundle::read_memory(&files);
+    let report = diagnose::diagnose_all(&ev);
+    if verbose {
+        eprintln!(
+            "scanned {total} pods, {} unhealthy, in {} ms",
+            report.pods.len(),
+            started.elapsed().as_millis()
+        );
+    }
+    let _ = requests;
+    match format {
+        crate::Format::Json => {
+            let mut v = serde_json::to_value(&report)?;
+            v["groups"] = serde_json::to_value(groups(&report))?;
+            v["scanned"] = serde_json::json!(total);
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        crate::Format::Markdown => print!("{}", render::markdown(&report)),
+        crate::Format::Text => print_groups(&report, total),
+    }
+    Ok(())
+}
+
+fn just_created_pending(p: &Pod) -> bool {
+    let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
+    let waiting_reason_bad = p.status.as_ref().is_some_and(|s| {
+        s.container_statuses
+            .iter()
+            .flatten()
+            .chain(s.init_container_statuses.iter().flatten())
+            .any(|c| {
+                c.state
+                    .as_ref()
+                    .and_then(|st| st.waiting.as_ref())
+                    .and_then(|w| w.reason.as_deref())
+                    .is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing")
+            })
+    });
+    let age = p
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| jiff_age(&t.0));
+    pending && !waiting_reason_bad && age.is_some_and(|a| a < 120)
+}
+
+fn jiff_age(t: &k8s_openapi::jiff::Timestamp) -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second()
+}
+
+fn forbidden_hint(e: kube::Error, verb: &str, resource: &str, ns: &str) -> anyhow::Error {
+    match &e {
+        kube::Error::Api(s) if s.code == 403 => crashdoc_kube::KubeError::Forbidden {
+            verb: verb.into(),
+            resource: resource.into(),
+            namespace: ns.into(),
+        }
+        .into(),
+        _ => crashdoc_kube::KubeError::Api(e).into(),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Group {
+    cause: String,
+    count: usize,
+    owners: Vec<String>,
+    pods: Vec<String>,
+}
+
+fn groups(report: &diagnose::Report) -> Vec<Group> {
+    let mut g: Vec<Group> = Vec::new();
+    for p in &report.pods {
+        let Some(d) = p.diagnoses.first() else {
+            continue;
+        };
+        let name = format!(
+            "{}/{}",
+            p.namespace.clone().unwrap_or_default(),
+            p.name.clone().unwrap_or_default()
+        );
+        let owner = p.owner.clone().unwrap_or_else(|| "-".into());
+        match g.iter_mut().find(|x| x.cause == d.cause.id()) {
+            Some(x) => {
+                x.count += 1;
+                x.pods.push(name);
+                if !x.owners.contains(&owner) {
+                    x.owners.push(owner);
+                }
+            }
+            None => g.push(Group {
+                cause: d.cause.id().into(),
+                count: 1,
+                owners: vec![owner],
+                pods: vec![name],
+            }),
+        }
+    }
+    g.sort_by(|a, b| b.count.cmp(&a.count).then(a.cause.cmp(&b.cause)));
+    g
+}
+
+fn print_groups(report: &diagnose::Report, total: usize) {
+    if report.pods.is_empty() {
+        println!("scanned {total} pods: none is unhealthy");
+        return;
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
+    t.set_header(vec!["CAUSE", "PODS", "OWNERS", "EXAMPLE"]);
+    for g in groups(report) {
+        let owners = if g.owners.len() > 3 {
+            format!(
+                "{} and {} more",
+                g.owners[..3].join(", "),
+                g.owners.len() - 3
+            )
+        } else {
+            g.owners.join(", ")
+        };
+        t.add_row(vec![
+            g.cause,
+            g.count.to_string(),
+            owners,
+            g.pods.first().cloned().unwrap_or_default(),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "scanned {total} pods, {} unhealthy; `crashdoc diagnose POD -n NS` for one in full, `--format json` for all",
+        report.pods.len()
+    );
+}
