@@ -21,7 +21,7 @@ pub static MARKERS: &[Signature] = &[
             "terminated by signal",
         ],
         regex: Some(
-            r"(?i)sigterm|signal 15|KeyboardInterrupt|signal: terminated|terminated by signal",
+            r"(?i)(?:receiv\w*|got|caught|catch\w*|handl\w+ signal)\W{0,3}(?:signal\W{0,3})?(?:SIGTERM|15\b|terminated)|SIGTERM\W{0,3}(?:received|caught|detected)|KeyboardInterrupt|signal: terminated|terminated by signal|shutting down[^.]{0,30}(?:SIGTERM|signal 15)|exiting on signal 15",
         ),
         meaning: "the process received SIGTERM",
     },

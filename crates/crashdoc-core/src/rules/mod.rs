@@ -158,6 +158,10 @@ impl Support<'_> {
     }
 }
 
+static ACCESS_LOG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r#""(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) [^"]* HTTP/[\d.]+" \d{3}\b|\b(?:method|verb)[=:]"?(?:GET|POST|PUT|DELETE|PATCH)\b.{0,80}\bstatus[=:]"?\d{3}"#).expect("static regex")
+});
+
 /// What the rules see: the pod, and what was precomputed from it.
 pub struct Context<'a> {
     pub pod: &'a Pod,
@@ -178,6 +182,11 @@ impl<'a> Context<'a> {
             };
             let near_end = log.lines.saturating_sub(log.lines / 6).max(1);
             for hit in &log.hits {
+                // An access-log entry records what the server answered its
+                // clients (a 401, a 503): it says nothing about this pod.
+                if ACCESS_LOG.is_match(&hit.line.text) {
+                    continue;
+                }
                 // On one line, the strongest signature speaks; the others count less.
                 let best = log
                     .hits

@@ -230,6 +230,49 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
         .cmd(cx.kubectl("get volumeattachments"));
         out.push(if multi { f.fix("use strategy type Recreate for a Deployment with a ReadWriteOnce volume, or storage that supports ReadWriteMany") } else { f.fix("fix the volume source named in the event (PVC bound? storage class? node plugin?)") });
     }
+    // The runtime could not mount a volume into the container (a start error).
+    let mut start_msgs: Vec<(&str, &Cite)> = cx
+        .pod
+        .events
+        .iter()
+        .filter(|e| e.reason == "Failed")
+        .map(|e| (e.message.as_str(), &e.cite))
+        .collect();
+    for c in &cx.pod.containers {
+        for st in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(m) = &st.message {
+                start_msgs.push((m.value.as_str(), &m.cite));
+            }
+        }
+    }
+    if let Some((m, cite)) = start_msgs
+        .iter()
+        .find(|(m, _)| crate::rules::status::is_mount_error(m))
+    {
+        let onto_file = m.contains("not a directory") || m.contains("directory onto a file");
+        let target = m
+            .split("to rootfs at \"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .map(str::to_string);
+        let summary = match (&target, onto_file) {
+            (Some(t), true) => format!(
+                "the runtime cannot mount a volume at {t}: a directory is mounted onto a file (or the reverse)"
+            ),
+            (Some(t), false) => format!("the runtime cannot mount a volume at {t}"),
+            (None, _) => "the runtime cannot mount one of the container's volumes".to_string(),
+        };
+        let mut f = Finding::new(Cause::Volume, 0.9, summary)
+            .container(cx.focus_name())
+            .cite(cite);
+        if onto_file {
+            f = f.fix("to put one key of a ConfigMap at a file path, mount it with subPath: KEY (or items: with a path), not the whole volume onto the file");
+        }
+        out.push(f.cmd(cx.describe_cmd()));
+    }
     if let Some(f) = cx.from_logs(Cause::Volume, |s| s.hit.sig.meaning.to_string()) {
         out.push(f.fix("mount the volume read-write where the program writes, or point the program at a writable path").cmd(cx.describe_cmd()));
     }
@@ -318,6 +361,18 @@ pub static DISK_FULL: Rule = Rule {
 
 fn check_disk_full(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
+    // `ENOSPC` from inotify (`System limit for number of file watchers
+    // reached`) is the node's watch limit, not a full disk.
+    let sup = cx.log_support(Cause::DiskFull);
+    let inotify = sup
+        .iter()
+        .any(|s| s.hit.line.text.contains("file watchers") || s.hit.line.text.contains("inotify"));
+    let real_space = sup
+        .iter()
+        .any(|s| s.hit.line.text.to_ascii_lowercase().contains("space"));
+    if inotify && !real_space {
+        return out;
+    }
     if let Some(mut f) = cx.from_logs(Cause::DiskFull, |s| {
         let l = &s.hit.line.text;
         if l.contains("shm") || l.contains("NCCL") {
@@ -558,6 +613,32 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
     if f.score <= 0.0 {
         return vec![];
     }
+    // A pull failure that was followed by a successful pull, or by the
+    // container running, is history: it does not explain the crash loop.
+    let pulled_since = cx
+        .pod
+        .events
+        .iter()
+        .any(|e| e.reason == "Pulled" || e.message.contains("Successfully pulled"));
+    let ran = cx.pod.containers.iter().any(|c| {
+        c.last_state.is_some()
+            || c.restarts() > 0
+            || c.state
+                .as_ref()
+                .is_some_and(|s| s.kind == StateKind::Running)
+    });
+    let waiting_now = cx.pod.containers.iter().any(|c| {
+        c.waiting_reason()
+            .is_some_and(|r| REASONS.contains(&r.value.as_str()))
+    }) || cx
+        .pod
+        .listed_status
+        .as_ref()
+        .is_some_and(|s| REASONS.iter().any(|r| s.value.contains(r)));
+    if !waiting_now && (pulled_since || ran) {
+        f.score = 0.35;
+        f = f.why("the image was pulled (or the container ran) after the pull failure: that failure is not what stops the pod now");
+    }
     if f.container.is_none() {
         f = f.container(cx.focus_name());
     }
@@ -635,13 +716,22 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         } else {
             "the scheduler found no node for it"
         };
+        let scheduled_since = cx.pod.node_name.is_some()
+            || started(cx.pod)
+            || cx.pod.events.iter().any(|e| e.reason == "Scheduled")
+            || cx.pod.phase_is("Running");
         let mut f = Finding::new(
             Cause::Unschedulable,
-            0.95,
+            if scheduled_since { 0.3 } else { 0.95 },
             format!("the pod is not scheduled: {why}"),
         )
         .container(cx.focus_name())
         .cite(&e.cite);
+        if scheduled_since {
+            f.summary =
+                format!("the pod waited to be scheduled ({why}) but has been scheduled since");
+            f = f.why("a node was found later; the scheduling wait does not explain the failures after it");
+        }
         if m.contains("nvidia.com/gpu") {
             f = f
                 .fix("free GPUs held by leftover pods, or add GPU nodes; `kubectl describe nodes` shows nvidia.com/gpu allocated versus allocatable")

@@ -426,6 +426,9 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
                 && START_REASONS.contains(&r.value.as_str())
             {
                 let msg = st.message.as_ref().map(|m| m.value.as_str()).unwrap_or("");
+                if is_mount_error(msg) {
+                    continue;
+                }
                 let strong = msg.contains("executable file not found")
                     || msg.contains("exec format error")
                     || msg.contains("no such file");
@@ -491,6 +494,13 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         out.push(f);
     }
     out
+}
+
+/// A runtime start error that is about mounting a volume, not the entrypoint.
+pub fn is_mount_error(msg: &str) -> bool {
+    msg.contains("error mounting")
+        || msg.contains("mount src=")
+        || (msg.contains("mount") && msg.contains("not a directory"))
 }
 
 /// `spec.containers{name}` or `"name":` in an event message.
