@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The live tier: crashdoc's own commands against the running test cluster.
+# Expects `scripts/cluster up` and `scripts/cluster scenarios` to have run
+# (tests/cluster/run.sh calls this script between them and `down`).
+#
+# For every scenario of scenarios/expected.tsv:
+#   crashdoc diagnose KIND/NAME   (as the read-only user) names the expected cause
+#   crashdoc capture KIND/NAME    then `crashdoc analyze` on the bundle gives the same diagnosis
+# then:
+#   crashdoc scan                 finds every scenario's workload with its cause
+#   secret values planted in the scenarios appear in no output and no bundle
+#   the audit log shows the read-only user used only get, list and watch
+#   with pods/log, events, secrets and nodes forbidden, diagnose still answers and names what it could not read
+#
+# Prints one line per check, then "N passed, M failed"; exits non-zero if any failed.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TESTS="$ROOT/tests/cluster"
+OUT="$ROOT/target/cluster/live"
+NS=crashdoc-e2e
+CRASHDOC="${CRASHDOC_BIN:-$ROOT/target/release/crashdoc}"
+RO="$ROOT/target/cluster/kubeconfig-readonly"
+eval "$("$ROOT/scripts/cluster" env)"
+export KUBECONFIG="$ROOT/target/cluster/kubeconfig"
+
+passed=0 failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+cause_of() { jq -r '.pods[0].diagnoses[0].cause // "none"' "$1" 2>/dev/null || echo "bad-json"; }
+
+[[ -x "$CRASHDOC" ]] || { echo "FAIL $CRASHDOC not built"; echo "0 passed, 1 failed"; exit 1; }
+[[ -f "$RO" ]] || { echo "FAIL no read-only kubeconfig at $RO"; echo "0 passed, 1 failed"; exit 1; }
+rm -rf "$OUT"; mkdir -p "$OUT"
+
+while IFS=$'\t' read -r ref expected; do
+  [[ -z "$ref" || "$ref" == \#* ]] && continue
+  name=${ref#*/}
+  start=$(date +%s%N)
+  "$CRASHDOC" -v diagnose "$ref" -n "$NS" --kubeconfig "$RO" --format json --save "$OUT/$name.tar.gz" \
+    > "$OUT/$name.diagnose.json" 2> "$OUT/$name.diagnose.stderr"
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  got=$(cause_of "$OUT/$name.diagnose.json")
+  stats=$(grep -o 'with [0-9]* API requests in [0-9]* sequential waves' "$OUT/$name.diagnose.stderr" || true)
+  if [[ "$got" == "$expected" ]]; then ok "diagnose $ref: $got (${ms} ms, $stats)"; else fail "diagnose $ref: want $expected, got $got (see $OUT/$name.diagnose.*)"; fi
+  "$CRASHDOC" analyze "$OUT/$name.tar.gz" --format json > "$OUT/$name.analyze.json" 2> "$OUT/$name.analyze.stderr"
+  again=$(cause_of "$OUT/$name.analyze.json")
+  if [[ "$again" == "$got" ]]; then ok "capture -> analyze $ref: $again"; else fail "capture -> analyze $ref: live said $got, the bundle says $again"; fi
+done < "$TESTS/scenarios/expected.tsv"
+
+# scan: every scenario's workload, with its cause.
+"$CRASHDOC" -v scan -n "$NS" --kubeconfig "$RO" --format json > "$OUT/scan.json" 2> "$OUT/scan.stderr"
+while IFS=$'\t' read -r ref expected; do
+  [[ -z "$ref" || "$ref" == \#* ]] && continue
+  name=${ref#*/}
+  got=$(jq -r --arg n "$name" '[.pods[] | select(.name | startswith($n + "-")) | .diagnoses[0].cause] | first // "missing"' "$OUT/scan.json" 2>/dev/null)
+  if [[ "$got" == "$expected" ]]; then ok "scan $ref: $got"; else fail "scan $ref: want $expected, got $got"; fi
+done < "$TESTS/scenarios/expected.tsv"
+
+# Secret values planted in the scenarios must appear nowhere.
+mkdir -p "$OUT/untarred"
+for t in "$OUT"/*.tar.gz; do mkdir -p "$OUT/untarred/$(basename "$t" .tar.gz)"; tar -xzf "$t" -C "$OUT/untarred/$(basename "$t" .tar.gz)"; done
+values=$(grep -h -A20 '^kind: Secret' "$TESTS"/scenarios/*.yaml | sed -n 's/^  [A-Za-z0-9_.-]*: *//p' | grep -E '.{12,}' | sort -u)
+leaks=0
+while read -r v; do
+  [[ -z "$v" ]] && continue
+  if grep -rqF -- "$v" "$OUT"; then fail "secret value ${v:0:6}... appears in $(grep -rlF -- "$v" "$OUT" | head -3 | tr '\n' ' ')"; leaks=1; fi
+done <<< "$values"
+[[ $leaks == 0 ]] && ok "no planted secret value in any output or bundle ($(wc -l <<< "$values") values checked)"
+
+# Read-only by construction: the audit log shows only get/list/watch.
+if audit=$("$TESTS/audit-verbs.sh" crashdoc-e2e-reader 2>&1); then
+  ok "audit log: the read-only user used only get/list/watch ($(awk '{s+=$1} END {print s}' <<< "$audit") requests)"
+else
+  fail "audit log: $audit"
+fi
+
+# Least privilege: a user that may not read pods/log, events, secrets or nodes still gets a diagnosis.
+if [[ -f "$ROOT/target/cluster/kubeconfig-minimal" ]]; then
+  "$CRASHDOC" diagnose deploy/vllm-oom -n "$NS" --kubeconfig "$ROOT/target/cluster/kubeconfig-minimal" --format json > "$OUT/minimal.json" 2> "$OUT/minimal.stderr"
+  got=$(cause_of "$OUT/minimal.json")
+  missing=$(jq -r '[.pods[0].missing[].why] | join(" | ")' "$OUT/minimal.json" 2>/dev/null)
+  if [[ "$got" != "bad-json" && "$got" != "none" ]] && grep -q "hint: grant" <<< "$missing"; then
+    ok "least privilege: diagnosis $got, missing evidence named with RBAC hints"
+  else
+    fail "least privilege: got $got, missing: ${missing:0:200}"
+  fi
+fi
+
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
