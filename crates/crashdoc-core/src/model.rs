@@ -258,6 +258,8 @@ pub struct Container {
     pub ports: Vec<u16>,
     pub run_as_non_root: Option<Field<bool>>,
     pub run_as_user: Option<Field<i64>>,
+    /// Devices the kubelet reports unhealthy (`allocatedResourcesStatus`).
+    pub unhealthy_devices: Vec<Field<String>>,
 }
 
 impl Container {
@@ -338,6 +340,7 @@ impl Container {
         }
         self.run_as_non_root = self.run_as_non_root.take().or(other.run_as_non_root);
         self.run_as_user = self.run_as_user.take().or(other.run_as_user);
+        self.unhealthy_devices.extend(other.unhealthy_devices);
     }
 }
 

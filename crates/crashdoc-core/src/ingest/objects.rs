@@ -551,6 +551,33 @@ impl Walker<'_> {
         c.kind = kind;
         c.image = s(cs, "image");
         c.ready = cs.get("ready").and_then(Value::as_bool);
+        for rs in cs
+            .get("allocatedResourcesStatus")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let resource = s(rs, "name").unwrap_or_default();
+            for r in rs
+                .get("resources")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let health = s(r, "health").unwrap_or_default();
+                if health != "Healthy" {
+                    let id = s(r, "resourceID").unwrap_or_default();
+                    let cite = self.cite(
+                        SourceKind::Status,
+                        format!("status.{list}[{name}].allocatedResourcesStatus[{resource}]"),
+                        "health",
+                        &health,
+                    );
+                    c.unhealthy_devices
+                        .push(Field::new(format!("{resource} {id} {health}"), cite));
+                }
+            }
+        }
         if let Some(n) = cs.get("restartCount").and_then(Value::as_u64) {
             let cite = self.cite(
                 SourceKind::Status,

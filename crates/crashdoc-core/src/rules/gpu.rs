@@ -482,6 +482,24 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         } else {
             f = f.fix("request nvidia.com/gpu in the container's limits so the device plugin mounts the GPU, and check the device plugin on the node");
         }
+        // A pod that assumes a GPU it never asked for.
+        let spec_known = cx
+            .pod
+            .containers
+            .iter()
+            .any(|c| !c.limits.is_empty() || !c.requests.is_empty() || c.image.is_some());
+        let asks_gpu = cx.pod.containers.iter().any(|c| {
+            c.limits
+                .keys()
+                .chain(c.requests.keys())
+                .any(|k| k.contains("gpu"))
+        });
+        if spec_known && !asks_gpu && f.summary.contains("no GPU") {
+            f.summary
+                .push_str("; the pod requests no nvidia.com/gpu, so no GPU is mounted into it");
+            f = f.fix("add `nvidia.com/gpu: 1` to the container's resources.limits (and a toleration for the GPU nodes' taint if they have one)");
+            f.score = (f.score + 0.03).min(0.97);
+        }
         if let Some(n) = &cx.pod.node_name {
             f = f.cmd(format!("kubectl describe node {n} | grep -i -A3 nvidia"));
         }
@@ -517,6 +535,17 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
             .cite(&e.cite),
         );
     }
+    for c in &cx.pod.containers {
+        if let Some(d) = c.unhealthy_devices.first() {
+            out.push(
+                Finding::new(Cause::GpuUnavailable, 0.88, format!("the kubelet reports the device allocated to {} as unhealthy ({})", super::who(Some(&c.name)), d.value))
+                    .container(Some(&c.name))
+                    .cite(&d.cite)
+                    .fix("move the pod off the node (cordon it) and have the GPU checked; the device plugin marks a GPU unhealthy after XID errors or a lost device")
+                    .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.status.containerStatuses[*].allocatedResourcesStatus}}'", cx.pod_name()))),
+            );
+        }
+    }
     if let Some(e) = cx
         .events_with(|e| {
             e.message.contains("UnexpectedAdmissionError")
@@ -535,4 +564,91 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         );
     }
     out
+}
+
+static WEIGHTS_GIB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:loading weights took|model loading took|model weights take|weights (?:took|take)|loaded model weights.{0,20}?)\s*([\d.]+)\s*GiB|([\d.]+)\s*GiB\s+(?:of )?(?:model )?weights").expect("static regex")
+});
+static PARAMS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|[-_/ ])(\d{1,3}(?:\.\d)?)[Bb](?:[-_/ .]|$)").expect("static regex")
+});
+
+/// The size of the model's weights: from the server's own log line, or
+/// estimated from the parameter count in the model's name and its dtype.
+pub fn weights_size(pod: &Pod) -> Option<(u64, String)> {
+    for l in &pod.logs {
+        for line in l
+            .hits
+            .iter()
+            .map(|h| &h.line)
+            .chain(l.tail.iter())
+            .chain(l.head.iter())
+        {
+            if let Some(c) = WEIGHTS_GIB.captures(&line.text)
+                && let Some(g) = c
+                    .get(1)
+                    .or(c.get(2))
+                    .and_then(|m| m.as_str().parse::<f64>().ok())
+            {
+                return Some((
+                    (g * (1u64 << 30) as f64) as u64,
+                    format!("{} line {}", l.file, line.number),
+                ));
+            }
+        }
+    }
+    // Estimate: parameters x bytes per parameter.
+    let mut texts: Vec<String> = Vec::new();
+    for c in &pod.containers {
+        texts.push([c.command.join(" "), c.args.join(" ")].join(" "));
+        texts.extend(c.env.iter().filter_map(|e| e.value.clone()));
+    }
+    for l in &pod.logs {
+        texts.extend(l.head.iter().take(10).map(|x| x.text.clone()));
+    }
+    let all = texts.join(" ");
+    let lower = all.to_ascii_lowercase();
+    let bytes_per = if lower.contains("awq")
+        || lower.contains("gptq")
+        || lower.contains("int4")
+        || lower.contains("q4_")
+    {
+        0.5
+    } else if lower.contains("int8") || lower.contains("fp8") || lower.contains("q8_") {
+        1.0
+    } else if lower.contains("float32") || lower.contains("fp32") {
+        4.0
+    } else {
+        2.0
+    };
+    let params: f64 = PARAMS
+        .captures_iter(&all)
+        .filter_map(|c| c[1].parse::<f64>().ok())
+        .find(|p| *p >= 0.5 && *p <= 1000.0)?;
+    let bytes = params * 1e9 * bytes_per;
+    Some((
+        bytes as u64,
+        format!("estimated from {params}B parameters at {bytes_per} bytes each"),
+    ))
+}
+
+/// The startup stage the crashed run was in when its log ends.
+pub fn death_stage(pod: &Pod) -> Option<(Stage, Option<i64>)> {
+    let log = pod
+        .logs
+        .iter()
+        .find(|l| l.kind == crate::scan::LogKind::Previous)
+        .or(pod.logs.first())?;
+    let tl = timeline(log);
+    let last = tl.last()?;
+    if last.stage == Stage::Listening {
+        return None;
+    }
+    let t0 = log.head.iter().find_map(|l| clock(&l.text));
+    let end = log.tail.iter().rev().find_map(|l| clock(&l.text));
+    let at = match (t0, end) {
+        (Some(a), Some(b)) => Some((b - a + 86400) % 86400),
+        _ => last.at_seconds,
+    };
+    Some((last.stage, at))
 }

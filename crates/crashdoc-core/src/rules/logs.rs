@@ -88,6 +88,39 @@ pub static MISSING_FILE: Rule = Rule {
             meaning: "the model directory lacks the files the loader expects",
         },
         Signature {
+            id: "file.hf-offline-cache",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.86,
+            keywords: &[
+                "LocalEntryNotFoundError",
+                "Cannot find the requested files in the local cache",
+                "outgoing traffic has been disabled",
+                "HF_HUB_OFFLINE",
+            ],
+            regex: Some(
+                r"(?i)LocalEntryNotFoundError|Cannot find the requested files in the local cache|outgoing traffic has been disabled|HF_HUB_OFFLINE.{0,80}(?:not found|cannot|no such|missing)",
+            ),
+            meaning: "offline mode is on and the model is not in the local cache",
+        },
+        Signature {
+            id: "file.incomplete-weights",
+            kind: SigKind::Cause(Cause::MissingFile),
+            weight: 0.84,
+            keywords: &[
+                "MetadataIncompleteBuffer",
+                "SafetensorError",
+                "PytorchStreamReader failed",
+                "file is truncated",
+                "unexpected EOF",
+                "incomplete download",
+                "failed to read magic",
+            ],
+            regex: Some(
+                r"(?i)MetadataIncompleteBuffer|SafetensorError|PytorchStreamReader failed|file is truncated|incomplete download|failed to read magic|unexpected EOF.{0,60}(?:model|weights|safetensors|gguf|shard)",
+            ),
+            meaning: "a weights file is incomplete or corrupt (a download cut short)",
+        },
+        Signature {
             id: "file.module",
             kind: SigKind::Cause(Cause::MissingFile),
             weight: 0.74,
@@ -147,6 +180,30 @@ fn check_missing_file(cx: &Context) -> Vec<Finding> {
         } else if !mounts.is_empty() {
             f = f.fix(format!("{p} is not under any volumeMount ({}): mount the data there or point the program at the mountPath", mounts.iter().map(|m| m.path.as_str()).collect::<Vec<_>>().join(", ")));
         }
+    }
+    let all_text: String = f
+        .evidence
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if all_text.contains("LocalEntryNotFound")
+        || all_text.contains("local cache")
+        || all_text.contains("outgoing traffic has been disabled")
+        || all_text.contains("HF_HUB_OFFLINE")
+    {
+        f = f
+            .fix("offline mode (HF_HUB_OFFLINE=1) needs the model in the cache: pre-load it into the cache volume (HF_HOME) with an init container or a Job, or unset HF_HUB_OFFLINE so the server can download it")
+            .why("the server was told not to download and the cache it reads is empty or points elsewhere (check HF_HOME / the mountPath)");
+    } else if all_text.contains("Safetensor")
+        || all_text.contains("Incomplete")
+        || all_text.contains("truncated")
+        || all_text.contains("EOF")
+        || all_text.contains("magic")
+    {
+        f = f
+            .fix("a weights file is incomplete: delete the partial files from the cache and download again, and give the cache volume room for the whole model")
+            .why("a download cut short (a killed pod, a full volume) leaves a truncated shard that every later start fails to read");
     }
     f = f.fix("make the path exist where the program opens it: in the image, or on a volume mounted at that path");
     let c = f.container.clone();

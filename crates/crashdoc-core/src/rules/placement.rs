@@ -355,6 +355,20 @@ pub static DISK_FULL: Rule = Rule {
             regex: None,
             meaning: "the disk or its quota is full",
         },
+        Signature {
+            id: "disk.shm",
+            kind: SigKind::Cause(Cause::DiskFull),
+            weight: 0.86,
+            keywords: &[
+                "insufficient shared memory",
+                "shared memory (shm)",
+                "/dev/shm",
+            ],
+            regex: Some(
+                r"(?i)insufficient shared memory|shared memory \(shm\)|/dev/shm.{0,60}(?:no space|full|too small|bus error|cannot allocate)",
+            ),
+            meaning: "shared memory (/dev/shm) is too small",
+        },
     ],
     check: check_disk_full,
 };

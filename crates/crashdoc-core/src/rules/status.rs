@@ -66,6 +66,19 @@ pub static OOM_KILLED: Rule = Rule {
             regex: None,
             meaning: "an allocation failed",
         },
+        Signature {
+            id: "oom.model-needs-memory",
+            kind: SigKind::Cause(Cause::OomKilled),
+            weight: 0.72,
+            keywords: &[
+                "requires more system memory",
+                "not enough memory to load",
+                "unable to allocate CPU buffer",
+                "failed to allocate CPU buffer",
+            ],
+            regex: None,
+            meaning: "the model needs more memory than the container may use",
+        },
     ],
     check: check_oom,
 };
@@ -109,9 +122,19 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     summary.push_str(&format!(" limit of {}", l.value));
                     f = f.cite(&l.cite);
                     if let Some(b) = parse_bytes(&l.value) {
-                        let suggested = format_bytes_quantity(b + b / 2);
+                        // 1.5x the limit, or the weights plus room for the server when that is more.
+                        let weights = crate::rules::gpu::model_server(cx.pod)
+                            .and_then(|_| crate::rules::gpu::weights_size(cx.pod))
+                            .map(|(w, _)| w + (4u64 << 30));
+                        let target = (b + b / 2).max(weights.unwrap_or(0));
+                        let suggested = format_bytes_quantity(target);
+                        let basis = if weights.is_some_and(|w| w > b + b / 2) {
+                            "the weights plus 4 GiB for the server"
+                        } else {
+                            "1.5x"
+                        };
                         f = f.fix(format!(
-                            "raise the memory limit of {} from {} to about {suggested} (1.5x) and set the request to match, then watch the peak with `kubectl top`",
+                            "raise the memory limit of {} from {} to about {suggested} ({basis}) and set the request to match, then watch the peak with `kubectl top`",
                             super::who(name),
                             l.value
                         ));
@@ -138,6 +161,13 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             }
             if let Some(server) = crate::rules::gpu::model_server(cx.pod) {
                 summary.push_str(&format!("; {server} loads the model weights into host memory before the GPU: the limit must hold them"));
+                if let Some((bytes, how)) = crate::rules::gpu::weights_size(cx.pod) {
+                    let gib = bytes as f64 / (1u64 << 30) as f64;
+                    summary.push_str(&format!(" (the weights are about {gib:.1} GiB, {how})"));
+                }
+                if let Some((stage, _)) = crate::rules::gpu::death_stage(cx.pod) {
+                    summary.push_str(&format!("; its log ends while {}", stage.describe()));
+                }
                 f = f.fix("for a model server, the memory limit must cover the weights being read (safetensors are mapped into host memory) plus the server: size it from the model's size on disk plus a few GiB");
             }
             if !cx.events_with(|e| e.reason == "Unhealthy").is_empty() {
