@@ -1,0 +1,946 @@
+//! Log scanner throughput and whole-analysis cost on a large log.
+//!
+//! `cargo bench -p crashdoc-core --bench scan` (a plain binary, harness = false).
+//!
+//! Throughputs are computed on the thread's CPU time (schedstat), so that a
+//! busy shared machine does not halve them; the headline scan also gives wall time.
+//!
+//! 1. Generates a realistic ~256 MiB log in memory (a vLLM-like Python model
+//!    server: INFO/WARNING lines, uvicorn access lines, CRI timestamps, JSON
+//!    structured lines, Python tracebacks, a Java stack trace now and then,
+//!    and rare lines that match cause signatures) and measures
+//!    `Catalog::global().scan` on one core, best of 3.
+//! 2. Breaks the cost down (newline count, automaton alone, candidate lines,
+//!    classification) and tries automaton variants, to show where the time
+//!    goes.
+//! 3. Measures known slow shapes: one very long line full of keywords, and
+//!    the fixed cost of one `scan` call.
+//! 4. Writes a 1 GiB `logs-previous.txt` next to a small `describe-pod.txt`
+//!    in a temporary folder, and times `ingest::read_path` + `diagnose_all`
+//!    in a child process (so its peak memory, VmHWM, is its own). The
+//!    folder is deleted afterwards.
+//!
+//! Environment: `CRASHDOC_BENCH_MIB` (default 256) sizes the in-memory log,
+//! `CRASHDOC_BENCH_FILE_GIB` (default 1, 0 to skip) the file.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use crashdoc_core::scan::{Catalog, LogKind};
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------- log generator
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const PY_FILES: &[&str] = &[
+    "metrics.py:351",
+    "engine.py:275",
+    "async_llm_engine.py:140",
+    "serving_chat.py:120",
+    "scheduler.py:1211",
+    "logger.py:39",
+    "api_server.py:1043",
+];
+const PATHS: &[&str] = &[
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/health",
+    "/metrics",
+    "/v1/models",
+];
+const JAVA_FRAMES: &[&str] = &[
+    "org.apache.http.impl.conn.PoolingHttpClientConnectionManager.requestConnection(PoolingHttpClientConnectionManager.java:266)",
+    "org.apache.http.impl.execchain.MainClientExec.execute(MainClientExec.java:176)",
+    "org.apache.http.impl.execchain.ProtocolExec.execute(ProtocolExec.java:186)",
+    "org.apache.http.impl.client.InternalHttpClient.doExecute(InternalHttpClient.java:185)",
+    "com.example.inference.client.ModelClient.complete(ModelClient.java:118)",
+    "com.example.inference.service.BatchService.lambda$run$3(BatchService.java:74)",
+    "java.base/java.util.concurrent.ThreadPoolExecutor.runWorker(ThreadPoolExecutor.java:1136)",
+    "java.base/java.util.concurrent.ThreadPoolExecutor$Worker.run(ThreadPoolExecutor.java:635)",
+    "java.base/java.lang.Thread.run(Thread.java:840)",
+];
+/// Rare lines that match cause signatures (about 1 in 20,000 lines).
+const SIGNATURE_LINES: &[&str] = &[
+    "ERROR 06-05 06:18:13 [engine.py:160] RuntimeError: CUDA error: out of memory",
+    "psycopg2.OperationalError: could not connect to server: Connection refused",
+    "OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+    "PermissionError: [Errno 13] Permission denied: '/models/cache/hub'",
+    "OSError: [Errno 28] No space left on device",
+    "Received SIGTERM, shutting down",
+];
+
+#[derive(Default)]
+struct Mix {
+    lines: u64,
+    info: u64,
+    access: u64,
+    warn: u64,
+    json: u64,
+    json_error: u64,
+    traceback: u64,
+    java: u64,
+    signature: u64,
+    with_in: u64,
+}
+
+/// Append lines to `out` until it holds at least `target` bytes.
+fn generate(out: &mut Vec<u8>, target: usize, rng: &mut Rng, mix: &mut Mix) {
+    let mut line = String::with_capacity(512);
+    let mut t: u64 = 6 * 3600 + 17 * 60; // 06:17:00
+    let mut n: u64 = 0;
+    while out.len() < target {
+        n += 1;
+        if n % 7 == 0 {
+            t += 1;
+        }
+        let (h, m, s) = ((t / 3600) % 24, (t / 60) % 60, t % 60);
+        let ms = rng.below(1000);
+        line.clear();
+        // 30 % of lines carry the CRI prefix (logs read from the node).
+        if rng.below(10) < 3 {
+            let _ = write!(
+                line,
+                "2025-06-05T{h:02}:{m:02}:{s:02}.{:09}Z stdout F ",
+                rng.below(1_000_000_000)
+            );
+        }
+        let roll = rng.below(10_000);
+        let file = PY_FILES[rng.below(PY_FILES.len() as u64) as usize];
+        match roll {
+            // A rare signature line.
+            0 => {
+                if rng.below(2) == 0 {
+                    line.push_str(
+                        SIGNATURE_LINES[rng.below(SIGNATURE_LINES.len() as u64) as usize],
+                    );
+                    mix.signature += 1;
+                } else {
+                    line.push_str(
+                        "INFO 06-05 06:17:02 [api_server.py:1043] vLLM API server version 0.9.0",
+                    );
+                    mix.info += 1;
+                }
+            }
+            // A Java stack trace (a sidecar), ~1 in 5,000 lines.
+            1..=2 => {
+                line.push_str("Exception in thread \"pool-2-thread-7\" java.lang.IllegalStateException: Connection pool shut down");
+                for f in JAVA_FRAMES {
+                    line.push_str("\n\tat ");
+                    line.push_str(f);
+                }
+                line.push_str(
+                    "\nCaused by: java.net.SocketTimeoutException: Read timed out\n\t... 12 more",
+                );
+                mix.java += 1;
+                mix.lines += JAVA_FRAMES.len() as u64 + 2;
+            }
+            // A Python traceback that the server logs and survives, ~1 in 2,500.
+            3..=6 => {
+                let _ = write!(
+                    line,
+                    "ERROR {h:02}:{m:02}:{s:02} [serving_chat.py:241] Error in request chatcmpl-{:016x}\nTraceback (most recent call last):\n  File \"/usr/local/lib/python3.10/site-packages/vllm/entrypoints/openai/serving_chat.py\", line 236, in create_chat_completion\n    generator = await handler.create_chat_completion(request, raw_request)\n  File \"/usr/local/lib/python3.10/site-packages/vllm/entrypoints/openai/serving_engine.py\", line 412, in _validate_input\n    raise ValueError(\nValueError: This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+                    rng.next()
+                );
+                mix.traceback += 1;
+                mix.lines += 6;
+            }
+            // JSON structured lines from the gateway (15 %), 1 % of them errors.
+            7..=1506 => {
+                let level = match rng.below(100) {
+                    0 => "error",
+                    1..=5 => "warn",
+                    _ => "info",
+                };
+                if level == "error" {
+                    mix.json_error += 1;
+                    let _ = write!(
+                        line,
+                        "{{\"ts\":\"2025-06-05T{h:02}:{m:02}:{s:02}.{ms:03}Z\",\"level\":\"error\",\"logger\":\"gateway.upstream\",\"msg\":\"upstream request failed\",\"error\":\"context deadline exceeded\",\"path\":\"{}\",\"attempt\":{},\"trace_id\":\"{:032x}\"}}",
+                        PATHS[rng.below(PATHS.len() as u64) as usize],
+                        rng.below(3) + 1,
+                        u128::from(rng.next()) << 64 | u128::from(rng.next())
+                    );
+                } else {
+                    let _ = write!(
+                        line,
+                        "{{\"ts\":\"2025-06-05T{h:02}:{m:02}:{s:02}.{ms:03}Z\",\"level\":\"{level}\",\"logger\":\"gateway.http\",\"msg\":\"request completed\",\"method\":\"POST\",\"path\":\"{}\",\"status\":200,\"duration_ms\":{}.{},\"bytes\":{},\"trace_id\":\"{:032x}\"}}",
+                        PATHS[rng.below(PATHS.len() as u64) as usize],
+                        rng.below(3000),
+                        rng.below(10),
+                        rng.below(100_000),
+                        u128::from(rng.next()) << 64 | u128::from(rng.next())
+                    );
+                }
+                mix.json += 1;
+            }
+            // uvicorn access lines (20 %).
+            1507..=3506 => {
+                let _ = write!(
+                    line,
+                    "INFO:     10.244.{}.{}:{} - \"POST {} HTTP/1.1\" 200 OK",
+                    rng.below(8),
+                    rng.below(250),
+                    30000 + rng.below(30000),
+                    PATHS[rng.below(PATHS.len() as u64) as usize]
+                );
+                mix.access += 1;
+            }
+            // Warnings (5 %).
+            3507..=4006 => {
+                let _ = write!(
+                    line,
+                    "WARNING {h:02}-{m:02} {h:02}:{m:02}:{s:02} [{file}] The requested max_tokens {} exceeds the remaining context of {} tokens; it is reduced.",
+                    rng.below(8192),
+                    rng.below(4096)
+                );
+                mix.warn += 1;
+            }
+            // Per-request lines, 2 % of which carry a duration (`... in 1.23s`).
+            4007..=4206 => {
+                let _ = write!(
+                    line,
+                    "INFO {h:02}-{m:02} {h:02}:{m:02}:{s:02} [async_llm_engine.py:140] Finished request chatcmpl-{:016x} in {}.{:02}s.",
+                    rng.next(),
+                    rng.below(30),
+                    rng.below(100)
+                );
+                mix.with_in += 1;
+            }
+            4207..=5206 => {
+                let _ = write!(
+                    line,
+                    "INFO {h:02}-{m:02} {h:02}:{m:02}:{s:02} [engine.py:275] Added request chatcmpl-{:016x}.",
+                    rng.next()
+                );
+                mix.info += 1;
+            }
+            // Engine metrics (the bulk).
+            _ => {
+                let _ = write!(
+                    line,
+                    "INFO {h:02}-{m:02} {h:02}:{m:02}:{s:02} [{file}] Avg prompt throughput: {}.{} tokens/s, Avg generation throughput: {}.{} tokens/s, Running: {} reqs, Swapped: 0 reqs, Pending: {} reqs, GPU KV cache usage: {}.{}%, CPU KV cache usage: 0.0%.",
+                    rng.below(5000),
+                    rng.below(10),
+                    rng.below(500),
+                    rng.below(10),
+                    rng.below(64),
+                    rng.below(8),
+                    rng.below(100),
+                    rng.below(10)
+                );
+                mix.info += 1;
+            }
+        }
+        line.push('\n');
+        mix.lines += 1;
+        out.extend_from_slice(line.as_bytes());
+    }
+}
+
+// ---------------------------------------------------------------- measuring
+
+/// CPU time of this thread (ns on CPU from schedstat): unlike wall time, it
+/// does not count the time other processes hold the core, which matters on
+/// a shared machine.
+fn thread_cpu() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    Some(Duration::from_nanos(
+        s.split_whitespace().next()?.parse().ok()?,
+    ))
+}
+
+/// Best of `runs`, by the thread's CPU time (wall time where schedstat is
+/// not available). The best wall time is kept in WALL for the headline.
+fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut best_wall = Duration::MAX;
+    let mut last = None;
+    for _ in 0..runs {
+        let c = thread_cpu();
+        let t = Instant::now();
+        let r = f();
+        let wall = t.elapsed();
+        let cpu = match (c, thread_cpu()) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => wall,
+        };
+        best = best.min(cpu);
+        best_wall = best_wall.min(wall);
+        last = Some(r);
+    }
+    WALL.with(|w| w.set(best_wall));
+    (best, last.expect("at least one run"))
+}
+
+thread_local! {
+    static WALL: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
+
+fn mb_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / 1e6 / d.as_secs_f64()
+}
+
+fn vm_kib(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+struct Table {
+    rows: Vec<(String, String, String)>,
+}
+
+impl Table {
+    fn new() -> Table {
+        Table { rows: Vec::new() }
+    }
+    fn row(&mut self, what: impl Into<String>, value: impl Into<String>, note: impl Into<String>) {
+        let (what, value, note) = (what.into(), value.into(), note.into());
+        println!("  {what:<58} {value:>14}  {note}");
+        self.rows.push((what, value, note));
+    }
+    fn print(&self, title: &str) {
+        println!("\n=== {title} ===");
+        for (w, v, n) in &self.rows {
+            println!("| {w:<58} | {v:>14} | {n}");
+        }
+    }
+}
+
+/// The keywords of every signature, lowercased and deduplicated, as
+/// `Catalog::new` builds them.
+fn keywords() -> Vec<String> {
+    let mut k: Vec<String> = Vec::new();
+    for s in crashdoc_core::rules::all_signatures() {
+        for w in s.keywords {
+            let w = w.to_ascii_lowercase();
+            if !k.contains(&w) {
+                k.push(w);
+            }
+        }
+    }
+    k
+}
+
+fn build(
+    kw: &[String],
+    kind: Option<AhoCorasickKind>,
+    match_kind: MatchKind,
+    prefilter: bool,
+) -> AhoCorasick {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(match_kind)
+        .kind(kind)
+        .prefilter(prefilter)
+        .build(kw)
+        .expect("build")
+}
+
+/// The automaton alone: every non-overlapping match, as scan_block iterates.
+fn count_matches(ac: &AhoCorasick, hay: &[u8]) -> usize {
+    ac.find_iter(hay).count()
+}
+
+/// scan_block's candidate-line loop as written in scan.rs (memrchr back to
+/// the line start for every match), without decoding or classifying.
+fn candidate_lines_current(ac: &AhoCorasick, block: &[u8]) -> (u64, u64) {
+    let mut lines = 0;
+    let mut bytes = 0;
+    let mut last_line_start = usize::MAX;
+    for m in ac.find_iter(block) {
+        let start = memchr::memrchr(b'\n', &block[..m.start()]).map_or(0, |i| i + 1);
+        if start == last_line_start {
+            continue;
+        }
+        last_line_start = start;
+        let end = memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
+        lines += 1;
+        bytes += (end - start) as u64;
+    }
+    (lines, bytes)
+}
+
+/// The same selection, but after a match the search resumes at the next
+/// line: one automaton match per candidate line, no backward search, linear
+/// in the line's length.
+fn candidate_lines_skip(ac: &AhoCorasick, block: &[u8]) -> (u64, u64) {
+    let mut lines = 0;
+    let mut bytes = 0;
+    let mut pos = 0; // always the start of a line
+    while pos < block.len() {
+        let Some(m) = ac.find(aho_corasick::Input::new(block).span(pos..block.len())) else {
+            break;
+        };
+        let start = memchr::memrchr(b'\n', &block[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+        let end = memchr::memchr(b'\n', &block[m.end()..]).map_or(block.len(), |i| m.end() + i);
+        lines += 1;
+        bytes += (end - start) as u64;
+        pos = end + 1;
+    }
+    (lines, bytes)
+}
+
+/// Candidate lines with decoding and `Catalog::classify` (the per-line work
+/// of the real scanner, less `record`).
+fn candidate_lines_classified(ac: &AhoCorasick, block: &[u8]) -> (u64, u64) {
+    let cat = Catalog::global();
+    let mut lines = 0;
+    let mut matched = 0;
+    let mut last_line_start = usize::MAX;
+    for m in ac.find_iter(block) {
+        let start = memchr::memrchr(b'\n', &block[..m.start()]).map_or(0, |i| i + 1);
+        if start == last_line_start {
+            continue;
+        }
+        last_line_start = start;
+        let end = memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
+        let raw = &block[start..end.min(start + 4096)];
+        let text = crashdoc_core::text::clean_line(&String::from_utf8_lossy(raw));
+        lines += 1;
+        matched += cat.classify(&text).len() as u64;
+    }
+    (lines, matched)
+}
+
+/// The scanner as it could be: resume at the next line after a match,
+/// decode and classify that line (what a fixed scan_block would cost).
+fn skip_and_classify(ac: &AhoCorasick, block: &[u8]) -> (u64, u64) {
+    let cat = Catalog::global();
+    let (mut lines, mut matched) = (0, 0);
+    let mut pos = 0;
+    while pos < block.len() {
+        let Some(m) = ac.find(aho_corasick::Input::new(block).span(pos..block.len())) else {
+            break;
+        };
+        let start = memchr::memrchr(b'\n', &block[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+        let end = memchr::memchr(b'\n', &block[m.end()..]).map_or(block.len(), |i| m.end() + i);
+        let raw = &block[start..end.min(start + 4096)];
+        let text = crashdoc_core::text::clean_line(&String::from_utf8_lossy(raw));
+        lines += 1;
+        matched += cat.classify(&text).len() as u64;
+        pos = end + 1;
+    }
+    (lines, matched)
+}
+
+/// Which keywords select lines, and how many.
+fn keyword_census(ac: &AhoCorasick, kw: &[String], block: &[u8]) -> Vec<(String, u64)> {
+    let mut counts = vec![0u64; kw.len()];
+    let mut last_line_start = usize::MAX;
+    for m in ac.find_iter(block) {
+        let start = memchr::memrchr(b'\n', &block[..m.start()]).map_or(0, |i| i + 1);
+        if start == last_line_start {
+            continue;
+        }
+        last_line_start = start;
+        counts[m.pattern().as_usize()] += 1;
+    }
+    let mut v: Vec<(String, u64)> = kw
+        .iter()
+        .cloned()
+        .zip(counts)
+        .filter(|(_, c)| *c > 0)
+        .collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v
+}
+
+fn scan_real(data: &[u8]) -> (u64, usize) {
+    let s = Catalog::global()
+        .scan(data, "logs-previous.txt", LogKind::Previous, None)
+        .expect("scan");
+    (s.lines, s.hits.len())
+}
+
+// ---------------------------------------------------------------- the 1 GiB analysis (child)
+
+fn child_analyze(dir: &Path) {
+    let hwm0 = vm_kib("VmHWM:").unwrap_or(0);
+    let c0 = thread_cpu().unwrap_or_default();
+    let t = Instant::now();
+    let ev = crashdoc_core::ingest::read_path(dir).expect("read_path");
+    let t_read = t.elapsed();
+    let report = crashdoc_core::diagnose_all(&ev);
+    let t_all = t.elapsed();
+    let json = crashdoc_core::render::json(&report);
+    let hwm1 = vm_kib("VmHWM:").unwrap_or(0);
+    let cpu = thread_cpu().unwrap_or_default().saturating_sub(c0);
+    let top = report
+        .pods
+        .first()
+        .and_then(|p| p.diagnoses.first())
+        .map(|d| format!("{:?}", d.cause))
+        .unwrap_or_else(|| "?".into());
+    println!(
+        "CHILD cpu_s={:.3} read_s={:.3} total_s={:.3} hwm0_kib={hwm0} hwm1_kib={hwm1} json_bytes={} top={top}",
+        cpu.as_secs_f64(),
+        t_read.as_secs_f64(),
+        t_all.as_secs_f64(),
+        json.len()
+    );
+}
+
+const DESCRIBE: &str = "Name:             vllm-llama-7d9c8b6f5-x2k4p
+Namespace:        ml
+Controlled By:    ReplicaSet/vllm-llama-7d9c8b6f5
+Containers:
+  vllm:
+    Image:          vllm/vllm-openai:v0.9.0
+    State:          Waiting
+      Reason:       CrashLoopBackOff
+    Last State:     Terminated
+      Reason:       Error
+      Exit Code:    1
+    Restart Count:  7
+    Limits:
+      memory:          32Gi
+      nvidia.com/gpu:  1
+Events:
+  Type     Reason   Age                From     Message
+  ----     ------   ----               ----     -------
+  Warning  BackOff  2m (x25 over 10m)  kubelet  Back-off restarting failed container vllm in pod vllm-llama-7d9c8b6f5-x2k4p_ml
+";
+
+fn temp_dir() -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("crashdoc-bench-{}-{nanos}", std::process::id()))
+}
+
+struct RemoveOnDrop(PathBuf);
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+// ---------------------------------------------------------------- main
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--child-analyze") {
+        child_analyze(Path::new(&args[i + 1]));
+        return;
+    }
+    // `cargo test --benches` runs bench binaries with no `--bench`: stay quick.
+    if !args.iter().any(|a| a == "--bench") && std::env::var_os("CRASHDOC_BENCH_MIB").is_none() {
+        println!("scan bench: run with `cargo bench -p crashdoc-core --bench scan`");
+        return;
+    }
+    let mib = env_usize("CRASHDOC_BENCH_MIB", 256);
+    let file_gib = env_usize("CRASHDOC_BENCH_FILE_GIB", 1);
+    let mut table = Table::new();
+
+    // Catalog.
+    let t = Instant::now();
+    let cat = Catalog::global();
+    let t_cat = t.elapsed();
+    let kw = keywords();
+    println!(
+        "crashdoc scan bench ({} MiB in memory, {} GiB file)\n",
+        mib, file_gib
+    );
+    table.row("signatures in the catalog", cat.len().to_string(), "");
+    table.row(
+        "distinct keywords in the automaton",
+        kw.len().to_string(),
+        "ascii case-insensitive",
+    );
+    table.row(
+        "Catalog::global() first build",
+        format!("{:.1} ms", t_cat.as_secs_f64() * 1e3),
+        "DFA + line NFA + regexes; paid once per process",
+    );
+
+    // Generate.
+    let t = Instant::now();
+    let mut data = Vec::with_capacity((mib << 20) + 4096);
+    let mut mix = Mix::default();
+    generate(
+        &mut data,
+        mib << 20,
+        &mut Rng(0x9E37_79B9_7F4A_7C15),
+        &mut mix,
+    );
+    println!(
+        "  (generated {} bytes, {} lines in {:.1} s: {} metric/info, {} access, {} warning, {} JSON ({} error level), {} `in N s` lines, {} tracebacks, {} Java traces, {} signature lines)",
+        data.len(),
+        mix.lines,
+        t.elapsed().as_secs_f64(),
+        mix.info,
+        mix.access,
+        mix.warn,
+        mix.json,
+        mix.json_error,
+        mix.with_in,
+        mix.traceback,
+        mix.java,
+        mix.signature
+    );
+    let n = data.len();
+
+    // The real scanner.
+    let (d, (lines, hits)) = best_of(3, || scan_real(black_box(&data)));
+    let scan_mbs = mb_s(n, d);
+    let wall = WALL.with(|w| w.get());
+    table.row(
+        "Catalog::scan, one core, best of 3 (CPU time)",
+        format!("{scan_mbs:.0} MB/s"),
+        format!(
+            "{:.2} s CPU for {} MB; {lines} lines, {hits} hits kept",
+            d.as_secs_f64(),
+            n / 1_000_000
+        ),
+    );
+    table.row(
+        "Catalog::scan, one core, best of 3 (wall time)",
+        format!("{:.0} MB/s", mb_s(n, wall)),
+        format!(
+            "{:.2} s wall; load average {}",
+            wall.as_secs_f64(),
+            std::fs::read_to_string("/proc/loadavg")
+                .unwrap_or_default()
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    );
+
+    // Breakdown.
+    let (d, c) = best_of(3, || memchr::memchr_iter(b'\n', black_box(&data)).count());
+    table.row(
+        "  memchr newline count (floor)",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!("{c} newlines"),
+    );
+    let ac_dfa = build(
+        &kw,
+        Some(AhoCorasickKind::DFA),
+        MatchKind::LeftmostFirst,
+        true,
+    );
+    let (d, c) = best_of(3, || count_matches(&ac_dfa, black_box(&data)));
+    table.row(
+        "  automaton alone (DFA, leftmost-first, as scan.rs)",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!("{c} keyword matches"),
+    );
+    let (d, (cl, cb)) = best_of(3, || candidate_lines_current(&ac_dfa, black_box(&data)));
+    table.row(
+        "  + candidate-line extraction (as scan.rs)",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!(
+            "{cl} candidate lines = {:.2} % of lines, {:.1} % of bytes",
+            cl as f64 * 100.0 / mix.lines as f64,
+            cb as f64 * 100.0 / n as f64
+        ),
+    );
+    let (d, (cl2, _)) = best_of(3, || candidate_lines_skip(&ac_dfa, black_box(&data)));
+    table.row(
+        "  + candidate lines, resuming at the next line",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!("{cl2} candidate lines (same set: {})", cl == cl2),
+    );
+    let (d, (cl3, matched)) = best_of(1, || candidate_lines_classified(&ac_dfa, black_box(&data)));
+    table.row(
+        "  + decode + Catalog::classify per candidate line",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!(
+            "{cl3} lines, {matched} signature matches; {:.2} µs per candidate line",
+            d.as_secs_f64() * 1e6 / cl3.max(1) as f64
+        ),
+    );
+
+    // Automaton variants.
+    for (name, kind, mk, pf) in [
+        (
+            "DFA, leftmost-first, no prefilter",
+            Some(AhoCorasickKind::DFA),
+            MatchKind::LeftmostFirst,
+            false,
+        ),
+        (
+            "DFA, standard match kind",
+            Some(AhoCorasickKind::DFA),
+            MatchKind::Standard,
+            true,
+        ),
+        (
+            "contiguous NFA, leftmost-first",
+            Some(AhoCorasickKind::ContiguousNFA),
+            MatchKind::LeftmostFirst,
+            true,
+        ),
+        (
+            "noncontiguous NFA, leftmost-first",
+            Some(AhoCorasickKind::NoncontiguousNFA),
+            MatchKind::LeftmostFirst,
+            true,
+        ),
+        (
+            "auto kind (builder default)",
+            None,
+            MatchKind::LeftmostFirst,
+            true,
+        ),
+    ] {
+        let ac = build(&kw, kind, mk, pf);
+        let (d, c) = best_of(2, || count_matches(&ac, black_box(&data)));
+        table.row(
+            format!("  variant: {name}"),
+            format!("{:.0} MB/s", mb_s(n, d)),
+            format!("{c} matches; {:?}", ac.kind()),
+        );
+    }
+
+    // Keyword census: which keywords select the candidate lines.
+    let census = keyword_census(&ac_dfa, &kw, &data);
+    println!("\n  candidate lines by first keyword (top 12):");
+    for (k, c) in census.iter().take(12) {
+        println!("    {c:>10}  {k:?}");
+    }
+    // Without the keywords that select the most lines (repeatedly: a line
+    // dropped by one keyword may be selected by the next), how fast?
+    let mut pruned: Vec<String> = kw.clone();
+    let mut dropped: Vec<(String, u64)> = Vec::new();
+    for _round in 0..6 {
+        let ac = build(
+            &pruned,
+            Some(AhoCorasickKind::DFA),
+            MatchKind::LeftmostFirst,
+            true,
+        );
+        let noisy: Vec<(String, u64)> = keyword_census(&ac, &pruned, &data)
+            .into_iter()
+            .filter(|(_, c)| *c as f64 > mix.lines as f64 * 0.001)
+            .collect();
+        if noisy.is_empty() {
+            break;
+        }
+        pruned.retain(|k| !noisy.iter().any(|(x, _)| x == k));
+        dropped.extend(noisy);
+    }
+    if !dropped.is_empty() {
+        println!("\n  keywords that each select > 0.1 % of the lines (lines selected):");
+        for (k, c) in &dropped {
+            println!("    {c:>10}  {k:?}");
+        }
+        let ac = build(
+            &pruned,
+            Some(AhoCorasickKind::DFA),
+            MatchKind::LeftmostFirst,
+            true,
+        );
+        let (d, c) = best_of(2, || count_matches(&ac, black_box(&data)));
+        table.row(
+            format!(
+                "  variant: automaton without those {} keywords",
+                dropped.len()
+            ),
+            format!("{:.0} MB/s", mb_s(n, d)),
+            format!("{c} matches"),
+        );
+        let (d, (pl, pm)) = best_of(2, || skip_and_classify(&ac, black_box(&data)));
+        table.row(
+            "  variant: ... + resume at next line + classify",
+            format!("{:.0} MB/s", mb_s(n, d)),
+            format!("{pl} candidate lines, {pm} signature matches (all keywords: {matched})"),
+        );
+    }
+    let (d, (sl, _)) = best_of(1, || skip_and_classify(&ac_dfa, black_box(&data)));
+    table.row(
+        "  variant: all keywords, resume at next line + classify",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!("{sl} candidate lines"),
+    );
+    let ac = AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::LeftmostFirst)
+        .kind(Some(AhoCorasickKind::DFA))
+        .byte_classes(false)
+        .build(&kw)
+        .expect("build");
+    let (d, c) = best_of(2, || count_matches(&ac, black_box(&data)));
+    table.row(
+        "  variant: DFA without byte classes",
+        format!("{:.0} MB/s", mb_s(n, d)),
+        format!("{c} matches"),
+    );
+    let alternation = kw
+        .iter()
+        .map(|k| regex::escape(k))
+        .collect::<Vec<_>>()
+        .join("|");
+    if let Ok(re) = regex::bytes::RegexBuilder::new(&format!("(?i-u:{alternation})"))
+        .size_limit(256 << 20)
+        .dfa_size_limit(256 << 20)
+        .build()
+    {
+        let (d, c) = best_of(2, || re.find_iter(black_box(&data)).count());
+        table.row(
+            "  variant: regex crate, one (?i) alternation",
+            format!("{:.0} MB/s", mb_s(n, d)),
+            format!("{c} matches"),
+        );
+    }
+
+    // Known slow shapes.
+    let unit = b"{\"id\":1234,\"status\":\"error\",\"error\":null,\"retry\":false},";
+    for kib in [64usize, 256, 1024] {
+        let mut long = Vec::with_capacity(kib << 10);
+        while long.len() < kib << 10 {
+            long.extend_from_slice(unit);
+        }
+        long.push(b'\n');
+        let (d, _) = best_of(1, || scan_real(black_box(&long)));
+        table.row(
+            format!(
+                "one {kib} KiB line with a keyword every {} bytes",
+                unit.len() / 2
+            ),
+            format!("{:.3} s", d.as_secs_f64()),
+            format!("{:.1} MB/s", mb_s(long.len(), d)),
+        );
+    }
+    let small = b"INFO starting\nERROR: connection refused\n";
+    let (d, _) = best_of(3, || {
+        for _ in 0..1000 {
+            black_box(scan_real(black_box(small)));
+        }
+    });
+    table.row(
+        "fixed cost of one scan() call (40-byte log)",
+        format!("{:.1} µs", d.as_secs_f64() * 1e6 / 1000.0),
+        "a paste with N `kubectl logs` sections pays it N times",
+    );
+    let hwm_mem = vm_kib("VmHWM:").unwrap_or(0);
+
+    // The 1 GiB file, analysed in a child process.
+    if file_gib > 0 {
+        let dir = temp_dir();
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let _cleanup = RemoveOnDrop(dir.clone());
+        std::fs::write(dir.join("describe-pod.txt"), DESCRIBE).expect("write describe");
+        let path = dir.join("logs-previous.txt");
+        let t = Instant::now();
+        {
+            let mut f = std::io::BufWriter::with_capacity(
+                8 << 20,
+                std::fs::File::create(&path).expect("create log"),
+            );
+            let mut written = 0usize;
+            while written < file_gib << 30 {
+                let take = data.len().min((file_gib << 30) - written);
+                f.write_all(&data[..take]).expect("write log");
+                written += take;
+            }
+            // The crash at the end, after a GiB of normal operation.
+            f.write_all(
+                b"ERROR 06-05 07:01:13 [engine.py:160] RuntimeError: CUDA error: out of memory\n",
+            )
+            .expect("write log");
+            f.flush().expect("flush");
+        }
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        println!(
+            "\n  (wrote {} bytes to {} in {:.1} s; it is in the page cache, so this measures CPU, not the disk)",
+            size,
+            path.display(),
+            t.elapsed().as_secs_f64()
+        );
+        drop(data);
+        let exe = std::env::current_exe().expect("current exe");
+        let out = std::process::Command::new(exe)
+            .arg("--child-analyze")
+            .arg(&dir)
+            .output()
+            .expect("run child");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("CHILD"))
+            .unwrap_or("");
+        let get = |k: &str| -> String {
+            line.split_whitespace()
+                .find_map(|w| w.strip_prefix(&format!("{k}=")).map(str::to_string))
+                .unwrap_or_default()
+        };
+        if line.is_empty() {
+            println!(
+                "child failed: {}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        } else {
+            let total: f64 = get("total_s").parse().unwrap_or(f64::NAN);
+            let hwm0: f64 = get("hwm0_kib").parse().unwrap_or(0.0);
+            let hwm1: f64 = get("hwm1_kib").parse().unwrap_or(0.0);
+            table.row(
+                format!(
+                    "read_path + diagnose_all, {} GiB logs-previous.txt",
+                    file_gib
+                ),
+                format!("{total:.2} s wall"),
+                format!(
+                    "{} s CPU = {:.0} MB/s; read_path {} s; top cause {}",
+                    get("cpu_s"),
+                    size as f64 / 1e6 / get("cpu_s").parse::<f64>().unwrap_or(f64::NAN),
+                    get("read_s"),
+                    get("top")
+                ),
+            );
+            table.row(
+                "  peak memory (VmHWM) of the analysing process",
+                format!("{:.1} MiB", hwm1 / 1024.0),
+                format!(
+                    "{:.1} MiB at start, +{:.1} MiB for the analysis",
+                    hwm0 / 1024.0,
+                    (hwm1 - hwm0) / 1024.0
+                ),
+            );
+        }
+    }
+    table.row(
+        "peak memory of this process (holds the in-memory log)",
+        format!("{:.1} MiB", hwm_mem as f64 / 1024.0),
+        "",
+    );
+
+    table.print("summary");
+    println!(
+        "\ntarget: scan >= 500 MB/s on one core: {}",
+        if scan_mbs >= 500.0 { "met" } else { "NOT met" }
+    );
+}
