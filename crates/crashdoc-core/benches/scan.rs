@@ -463,7 +463,7 @@ fn keyword_census(ac: &AhoCorasick, kw: &[String], block: &[u8]) -> Vec<(String,
         .zip(counts)
         .filter(|(_, c)| *c > 0)
         .collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|x| std::cmp::Reverse(x.1));
     v
 }
 
