@@ -233,3 +233,50 @@ fn help_teaches() {
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("describe-pod.txt") && s.contains("Examples:") && s.contains("Exit status"));
 }
+
+#[test]
+fn cluster_info_dump_tree() {
+    let dir = temp_dir("dump");
+    std::fs::write(
+        dir.join("nodes.json"),
+        r#"{"kind":"NodeList","apiVersion":"v1","items":[{"metadata":{"name":"node-a"},"status":{"allocatable":{"memory":"32Gi"},"conditions":[{"type":"Ready","status":"True"}]}}]}"#,
+    )
+    .unwrap();
+    let ns = dir.join("shop");
+    std::fs::create_dir_all(ns.join("api-7f9c6d5b8-x2k4q")).unwrap();
+    std::fs::write(
+        ns.join("pods.json"),
+        r#"{"kind":"PodList","apiVersion":"v1","items":[
+ {"kind":"Pod","metadata":{"name":"web-0","namespace":"shop","uid":"u0"},"spec":{"containers":[{"name":"web"}]},
+  "status":{"phase":"Running","containerStatuses":[{"name":"web","ready":true,"restartCount":0,"state":{"running":{}}}]}},
+ {"kind":"Pod","metadata":{"name":"api-7f9c6d5b8-x2k4q","namespace":"shop","uid":"u1","ownerReferences":[{"kind":"ReplicaSet","name":"api-7f9c6d5b8","controller":true}]},
+  "spec":{"nodeName":"node-a","containers":[{"name":"api","resources":{"limits":{"memory":"256Mi"}}}]},
+  "status":{"phase":"Running","containerStatuses":[{"name":"api","ready":false,"restartCount":7,
+   "state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ns.join("events.json"),
+        r#"{"kind":"EventList","items":[{"kind":"Event","type":"Warning","reason":"BackOff","message":"Back-off restarting failed container api","involvedObject":{"kind":"Pod","name":"api-7f9c6d5b8-x2k4q"}}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ns.join("replicasets.json"),
+        r#"{"kind":"ReplicaSetList","items":[{"metadata":{"name":"api-7f9c6d5b8","ownerReferences":[{"kind":"Deployment","name":"api"}]}}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ns.join("api-7f9c6d5b8-x2k4q/logs.txt"),
+        "starting api\nloading catalogue into memory\n",
+    )
+    .unwrap();
+    let v = json(
+        &["analyze", dir.to_str().unwrap(), "--format", "json"],
+        None,
+    );
+    let pods = v["pods"].as_array().unwrap();
+    assert_eq!(pods.len(), 1, "only the unhealthy pod: {v}");
+    assert_eq!(pods[0]["name"], "api-7f9c6d5b8-x2k4q");
+    assert_eq!(pods[0]["owner"], "Deployment/api");
+    assert_eq!(top(&v), ("oom-killed", "high"));
+}

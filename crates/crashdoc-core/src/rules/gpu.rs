@@ -10,44 +10,57 @@ use std::sync::LazyLock;
 
 /// The model server a pod runs, recognised from its images, commands and logs.
 pub fn model_server(pod: &Pod) -> Option<&'static str> {
+    // Most specific first: a NIM image runs vLLM, SGLang's logs mention its
+    // triton kernels, KServe's storage-initializer is part of KServe.
     const SERVERS: &[(&str, &str)] = &[
-        ("vllm", "vLLM"),
+        ("storage-initializer", "KServe storage-initializer"),
+        ("nvcr.io/nim", "NIM"),
+        ("nim-llm", "NIM"),
+        ("nim_llm", "NIM"),
+        ("inference microservice", "NIM"),
+        ("sglang", "SGLang"),
         ("text-generation-inference", "TGI"),
         ("text-generation-launcher", "TGI"),
         ("text_generation", "TGI"),
         ("tritonserver", "Triton"),
-        ("triton", "Triton"),
-        ("nim-llm", "NIM"),
-        ("nvcr.io/nim", "NIM"),
         ("ollama", "Ollama"),
         ("llama-server", "llama.cpp server"),
         ("llama.cpp", "llama.cpp server"),
         ("llama-cpp", "llama.cpp server"),
-        ("sglang", "SGLang"),
+        ("llama_model_load", "llama.cpp server"),
         ("torchserve", "TorchServe"),
-        ("ray serve", "Ray Serve"),
+        ("rayproject/ray", "Ray Serve"),
+        ("serve run", "Ray Serve"),
+        ("servecontroller", "Ray Serve"),
+        ("servereplica", "Ray Serve"),
+        ("started serve in namespace", "Ray Serve"),
+        ("vllm", "vLLM"),
         ("kserve", "KServe"),
-        ("storage-initializer", "KServe storage-initializer"),
+        ("triton", "Triton"),
     ];
-    let mut texts: Vec<String> = Vec::new();
+    let find = |texts: &[String]| {
+        SERVERS
+            .iter()
+            .find(|(k, _)| texts.iter().any(|t| t.contains(k)))
+            .map(|(_, name)| *name)
+    };
+    // What the pod says it runs (images, commands) outranks what its logs mention.
+    let mut spec: Vec<String> = Vec::new();
     for c in &pod.containers {
-        texts.push(c.image.clone().unwrap_or_default().to_ascii_lowercase());
-        texts.push(c.command.join(" ").to_ascii_lowercase());
-        texts.push(c.args.join(" ").to_ascii_lowercase());
-        texts.push(c.name.to_ascii_lowercase());
+        spec.push(c.image.clone().unwrap_or_default().to_ascii_lowercase());
+        spec.push(c.command.join(" ").to_ascii_lowercase());
+        spec.push(c.args.join(" ").to_ascii_lowercase());
+        spec.push(c.name.to_ascii_lowercase());
     }
+    if let Some(s) = find(&spec) {
+        return Some(s);
+    }
+    let mut logs: Vec<String> = Vec::new();
     for l in &pod.logs {
-        for line in l.head.iter().take(20) {
-            texts.push(line.text.to_ascii_lowercase());
-        }
-        for h in &l.hits {
-            texts.push(h.line.text.to_ascii_lowercase());
-        }
+        logs.extend(l.head.iter().take(20).map(|x| x.text.to_ascii_lowercase()));
+        logs.extend(l.hits.iter().map(|h| h.line.text.to_ascii_lowercase()));
     }
-    SERVERS
-        .iter()
-        .find(|(k, _)| texts.iter().any(|t| t.contains(k)))
-        .map(|(_, name)| *name)
+    find(&logs)
 }
 
 /// Startup stages in the logs, to rebuild the timeline and measure startup.
@@ -148,6 +161,10 @@ pub static STAGES: &[Signature] = &[
     },
 ];
 
+/// A tqdm progress bar's `[elapsed<remaining` (`[01:00<05:03`, `[1:02:03<0:10:00`).
+static PROGRESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\[(\d+):(\d{2})(?::(\d{2}))?<(\d+):(\d{2})(?::(\d{2}))?").expect("static regex")
+});
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^\d:])(\d{2}):(\d{2}):(\d{2})(?:[.,]\d+)?(?:[^\d:]|$)")
         .expect("static regex")
@@ -216,22 +233,58 @@ pub fn startup_seconds(cx: &Context) -> Option<(i64, String)> {
         {
             return Some((at, format!("{} line {} reached serving", l.file, m.line)));
         }
-        // Died before serving: the run's span bounds the startup from below,
-        // so ask for twice that.
+        // Died before serving: the run lasted at least this long (its log's
+        // span, or the status' start and finish), and a progress bar may say
+        // how much loading was left.
         let first = l.head.iter().find_map(|x| clock(&x.text));
         let last = l.tail.iter().rev().find_map(|x| clock(&x.text));
-        if let (Some(a), Some(b)) = (first, last) {
-            let span = (b - a + 86400) % 86400;
-            if span > 0 && span < 86400 / 2 {
-                let stage = tl.last().map(|m| m.stage.describe()).unwrap_or("starting");
+        let span = match (first, last) {
+            (Some(a), Some(b)) => {
+                Some((b - a + 86400) % 86400).filter(|s| *s > 0 && *s < 86400 / 2)
+            }
+            _ => None,
+        };
+        let run = cx
+            .focus
+            .and_then(|c| c.last_termination())
+            .and_then(|t| t.run_seconds())
+            .filter(|r| *r > 0);
+        let ran = span.into_iter().chain(run).max();
+        let stage = tl.last().map(|m| m.stage.describe()).unwrap_or("starting");
+        let remaining = l.tail.iter().rev().find_map(|x| {
+            PROGRESS.captures(&x.text).map(|c| {
+                let n = |i: usize| {
+                    c.get(i)
+                        .and_then(|m| m.as_str().parse::<i64>().ok())
+                        .unwrap_or(0)
+                };
+                if c.get(6).is_some() {
+                    n(4) * 3600 + n(5) * 60 + n(6)
+                } else {
+                    n(4) * 60 + n(5)
+                }
+            })
+        });
+        match (ran, remaining) {
+            (Some(r), Some(left)) if left > 0 => {
                 return Some((
-                    span * 2,
+                    r + left,
                     format!(
-                        "{} ran {span}s and was still {stage} when it ended; startup needs more than that, so twice it",
+                        "{} ran {r}s and its progress bar still showed about {left}s of loading left",
                         l.file
                     ),
                 ));
             }
+            (Some(r), _) => {
+                return Some((
+                    r * 2,
+                    format!(
+                        "{} ran {r}s and was still {stage} when it ended; startup needs more than that, so twice it",
+                        l.file
+                    ),
+                ));
+            }
+            _ => {}
         }
     }
     None
@@ -275,10 +328,11 @@ pub static GPU_OOM: Rule = Rule {
                 "KV cache",
                 "cache blocks",
                 "Lack of device memory",
-                "Not enough memory for",
+                "Not enough memory",
+                "mem-fraction-static",
             ],
             regex: Some(
-                r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|exceeds|too small|not enough)|Lack of device memory",
+                r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|larger than the available KV cache memory|failed to allocate buffer for kv cache|Please try to increase --mem-fraction-static|Not enough memory\. Please try|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|exceeds|too small|not enough)|Lack of device memory",
             ),
             meaning: "the KV cache does not fit in GPU memory",
         },
@@ -300,7 +354,7 @@ static GPU_UTIL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"--gpu[-_]memory[-_]utilization[= ](0?\.\d+|1(?:\.0)?)").expect("static regex")
 });
 static MAX_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"maximum number of tokens that can be stored in KV cache \((\d+)\)")
+    Regex::new(r"maximum number of tokens that can be stored in KV cache \((\d+)\)|estimated maximum model length is (\d+)")
         .expect("static regex")
 });
 
@@ -316,7 +370,14 @@ fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
                     h.line.text.contains("cuda.graph") || h.line.text.contains("cudagraph")
                 }) {
                 " while capturing CUDA graphs"
-            } else if l.contains("KV cache") || l.contains("cache blocks") {
+            } else if l.to_ascii_lowercase().contains("kv cache")
+                || l.contains("cache blocks")
+                || s.log.hits.iter().any(|h| {
+                    h.line
+                        .text
+                        .contains("failed to allocate buffer for kv cache")
+                })
+            {
                 " sizing the KV cache"
             } else {
                 ""
@@ -329,6 +390,16 @@ fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
     else {
         return vec![];
     };
+    // The stage the run was in when it failed names the memory that ran out.
+    if !f.summary.contains("CUDA graphs")
+        && death_stage(cx.pod).is_some_and(|(st, _)| st == Stage::CudaGraphs)
+    {
+        f.summary = f.summary.replacen(
+            "out of memory",
+            "out of memory while capturing CUDA graphs",
+            1,
+        );
+    }
     let args: String = cx
         .pod
         .containers
@@ -336,30 +407,51 @@ fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
         .map(|c| [c.command.join(" "), c.args.join(" ")].join(" "))
         .collect::<Vec<_>>()
         .join(" ");
-    if let Some(c) = GPU_UTIL.captures(&args) {
-        let u: f64 = c[1].parse().unwrap_or(0.9);
-        f = f.fix(format!("lower --gpu-memory-utilization from {u} to {:.2}, leaving room for CUDA graphs and activations", (u - 0.1).max(0.5)));
-    } else if server == Some("vLLM") {
-        f = f.fix("lower --gpu-memory-utilization (default 0.9) to 0.8, leaving room for CUDA graphs and activations");
-    }
-    if let Some(n) = f
-        .evidence
-        .iter()
-        .find_map(|e| MAX_TOKENS.captures(&e.text).map(|c| c[1].to_string()))
-    {
-        f = f.fix(format!(
-            "set --max-model-len {n} (what fits in the KV cache) or less"
-        ));
-    } else {
-        f = f.fix("lower --max-model-len / --max-num-seqs so the KV cache fits");
-    }
-    if f.summary.contains("CUDA graphs") {
-        f = f.fix("or run with --enforce-eager to skip CUDA graph capture");
+    let fits = f.evidence.iter().find_map(|e| {
+        MAX_TOKENS
+            .captures(&e.text)
+            .and_then(|c| c.get(1).or(c.get(2)).map(|m| m.as_str().to_string()))
+    });
+    match server {
+        Some("TGI") => {
+            f = f
+                .fix("lower --max-batch-prefill-tokens (the warmup allocates for it) and --max-total-tokens / --max-input-tokens so warmup fits the GPU")
+                .fix("or shard the model across more GPUs with --num-shard, or quantize it (--quantize)");
+        }
+        Some("llama.cpp server") => {
+            f = f
+                .fix("lower the context size (-c / --ctx-size): the KV cache grows with it; or quantize the cache (--cache-type-k q8_0 --cache-type-v q8_0)")
+                .fix("or offload fewer layers to the GPU (-ngl) so weights and KV cache fit");
+        }
+        Some("SGLang") => {
+            f = f.fix("raise --mem-fraction-static (the share of GPU memory for weights and KV cache) or lower --context-length / --max-running-requests");
+        }
+        _ => {
+            if let Some(c) = GPU_UTIL.captures(&args) {
+                let u: f64 = c[1].parse().unwrap_or(0.9);
+                f = f.fix(format!("lower --gpu-memory-utilization from {u} to {:.2}, leaving room for CUDA graphs and activations", (u - 0.1).max(0.5)));
+            } else if server == Some("vLLM") || server == Some("NIM") {
+                f = f.fix("lower --gpu-memory-utilization (default 0.9) to 0.8, leaving room for CUDA graphs and activations");
+            }
+            match &fits {
+                Some(n) => {
+                    f = f.fix(format!(
+                        "set --max-model-len {n} (what fits in the KV cache) or less"
+                    ))
+                }
+                None => f = f.fix("lower --max-model-len / --max-num-seqs so the KV cache fits"),
+            }
+            if f.summary.contains("CUDA graphs") {
+                f = f.fix("or run with --enforce-eager to skip CUDA graph capture");
+            }
+            f = f.fix(
+                "or use a quantized model, or shard it across more GPUs (--tensor-parallel-size)",
+            );
+        }
     }
     let c = f.container.clone();
     vec![
-        f.fix("or use a quantized model, or shard it across more GPUs (--tensor-parallel-size)")
-            .cmd(cx.logs_previous_cmd(c.as_deref()))
+        f.cmd(cx.logs_previous_cmd(c.as_deref()))
             .cmd(cx.kubectl(&format!("exec {} -- nvidia-smi", cx.pod_name()))),
     ]
 }
@@ -518,7 +610,9 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
             Finding::new(Cause::GpuUnavailable, 0.8, format!("the pod requests nvidia.com/gpu but node {} advertises none: its device plugin is missing or unhealthy", n.name))
                 .container(cx.focus_name())
                 .cite(&g.cite)
-                .cmd(format!("kubectl describe node {}", n.name)),
+                .fix(format!("check the NVIDIA device plugin (or GPU operator) pod on node {}: restart it, then delete the rejected pod so it is scheduled again", n.name))
+                .cmd(format!("kubectl describe node {}", n.name))
+                .cmd("kubectl get pods -A -o wide | grep -i -E 'nvidia-device-plugin|gpu-operator'".to_string()),
         );
     }
     if let Some(e) = cx
@@ -560,7 +654,9 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
                 "the kubelet could not allocate the GPU to the pod (device plugin error)",
             )
             .container(cx.focus_name())
-            .cite(&e.cite),
+            .cite(&e.cite)
+            .fix("check/restart the NVIDIA device plugin (or GPU operator) on that node, then delete the rejected pod so its controller recreates it")
+            .cmd("kubectl get pods -A -o wide | grep -i -E 'nvidia-device-plugin|gpu-operator'".to_string()),
         );
     }
     out
@@ -640,7 +736,12 @@ pub fn death_stage(pod: &Pod) -> Option<(Stage, Option<i64>)> {
         .find(|l| l.kind == crate::scan::LogKind::Previous)
         .or(pod.logs.first())?;
     let tl = timeline(log);
-    let last = tl.last()?;
+    // The stage of the latest stage line, not of the latest first occurrence.
+    let latest = log.hits.iter().rev().find_map(|h| match h.sig.kind {
+        SigKind::Stage(s) => Some(s),
+        _ => None,
+    })?;
+    let last = tl.iter().find(|m| m.stage == latest)?;
     if last.stage == Stage::Listening {
         return None;
     }

@@ -114,9 +114,10 @@ pub static MISSING_FILE: Rule = Rule {
                 "unexpected EOF",
                 "incomplete download",
                 "failed to read magic",
+                "corrupted or incomplete",
             ],
             regex: Some(
-                r"(?i)MetadataIncompleteBuffer|SafetensorError|PytorchStreamReader failed|file is truncated|incomplete download|failed to read magic|unexpected EOF.{0,60}(?:model|weights|safetensors|gguf|shard)",
+                r"(?i)MetadataIncompleteBuffer|SafetensorError|PytorchStreamReader failed|file is truncated|incomplete download|failed to read magic|corrupted or incomplete|unexpected EOF.{0,60}(?:model|weights|safetensors|gguf|shard)",
             ),
             meaning: "a weights file is incomplete or corrupt (a download cut short)",
         },
@@ -196,7 +197,7 @@ fn check_missing_file(cx: &Context) -> Vec<Finding> {
             .fix("offline mode (HF_HUB_OFFLINE=1) needs the model in the cache: pre-load it into the cache volume (HF_HOME) with an init container or a Job, or unset HF_HUB_OFFLINE so the server can download it")
             .why("the server was told not to download and the cache it reads is empty or points elsewhere (check HF_HOME / the mountPath)");
     } else if all_text.contains("Safetensor")
-        || all_text.contains("Incomplete")
+        || all_text.to_ascii_lowercase().contains("incomplete")
         || all_text.contains("truncated")
         || all_text.contains("EOF")
         || all_text.contains("magic")

@@ -306,7 +306,13 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
                     m.path, m.name
                 )
             };
-            let f = Finding::new(Cause::Volume, if m.read_only { 0.88 } else { 0.8 }, summary)
+            // Naming the mount says more than the generic line: it ranks just above it.
+            let generic = cx
+                .log_support(Cause::Volume)
+                .first()
+                .map_or(0.0, |g| g.score);
+            let base = if m.read_only { 0.88f32 } else { 0.8 };
+            let f = Finding::new(Cause::Volume, base.max((generic + 0.02).min(0.97)), summary)
                 .container(s.log.container.as_deref().or(cx.focus_name()))
                 .cite(&s.cite())
                 .cite(&m.cite)
