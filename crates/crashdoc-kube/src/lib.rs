@@ -6,8 +6,9 @@
 //! only to count their keys' sizes and are dropped at once; they never reach
 //! a bundle, the output or a log line.
 
-mod collect;
+pub mod collect;
 mod target;
+pub mod verify;
 
 pub use collect::{
     CollectOptions, Collection, Collector, referenced_objects, selector_string, unhealthy,

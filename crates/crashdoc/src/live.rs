@@ -410,3 +410,66 @@ fn print_groups(report: &diagnose::Report, total: usize) {
         report.pods.len()
     );
 }
+
+/// `verify deploy/NAME`: true when the rollout held.
+pub async fn verify(
+    args: ClusterArgs,
+    target: String,
+    stable: std::time::Duration,
+    timeout: std::time::Duration,
+    format: crate::Format,
+) -> anyhow::Result<bool> {
+    let target: Target = target.parse()?;
+    if target.kind != crashdoc_kube::TargetKind::Deployment {
+        anyhow::bail!(crashdoc_kube::KubeError::Target(
+            "verify takes deploy/NAME".into()
+        ));
+    }
+    let (client, ns) = args.connect().await?;
+    let collector = Collector::new(client.clone(), ns.clone(), args.options());
+    let say = |m: &str| eprintln!("{m}");
+    let opts = crashdoc_kube::verify::VerifyOptions {
+        stable,
+        timeout,
+        poll: std::time::Duration::from_secs(2),
+    };
+    let verdict =
+        crashdoc_kube::verify::verify_deployment(&client, &ns, &target.name, opts, &say).await?;
+    use crashdoc_kube::verify::Verdict;
+    let (reason, failing) = match verdict {
+        Verdict::Held { pods, waited } => {
+            eprintln!(
+                "verified: deploy/{} rolled out and its {pods} new pod(s) held for {}s ({}s in all)",
+                target.name,
+                stable.as_secs(),
+                waited.as_secs()
+            );
+            if format == crate::Format::Json {
+                println!(
+                    "{}",
+                    serde_json::json!({"schema": "crashdoc/v1", "verified": true, "pods": []})
+                );
+            }
+            return Ok(true);
+        }
+        Verdict::RolloutFailed { reason, failing } => {
+            (format!("the rollout failed: {reason}"), failing)
+        }
+        Verdict::Unstable { reason, failing } => (format!("not stable: {reason}"), failing),
+    };
+    eprintln!("verify failed: {reason}");
+    if failing.is_empty() {
+        return Ok(false);
+    }
+    let c = collector.collect(failing).await;
+    let report = diagnose::diagnose_all(&bundle::read_memory(&c.pods));
+    if format == crate::Format::Json {
+        let mut v = serde_json::to_value(&report)?;
+        v["verified"] = serde_json::json!(false);
+        v["reason"] = serde_json::json!(reason);
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        output(&report, format, std::io::stdout().is_terminal())?;
+    }
+    Ok(false)
+}

@@ -69,6 +69,22 @@ enum Command {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+    /// After a fix: wait for a Deployment's rollout, then watch its new pods for a stable window.
+    #[command(long_about = VERIFY_HELP)]
+    Verify {
+        /// deploy/NAME
+        target: String,
+        #[command(flatten)]
+        cluster: live::ClusterArgs,
+        /// How long the new pods must run without a restart, termination or lost readiness (e.g. 5m, 90s).
+        #[arg(long, default_value = "5m", value_parser = parse_duration)]
+        stable: std::time::Duration,
+        /// Give up on the rollout after this long.
+        #[arg(long, default_value = "15m", value_parser = parse_duration)]
+        timeout: std::time::Duration,
+        #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Print the documentation of a cause's rule: what, why, evidence, example, fix, false positives.
     Explain {
         /// A cause id, e.g. oom-killed (see `crashdoc rules`).
@@ -123,6 +139,30 @@ Examples:
 Least privilege works: when events, logs, secrets or nodes are forbidden the
 diagnosis still comes and names what it could not read and the RBAC rule that
 would let it.";
+
+const VERIFY_HELP: &str =
+    "Wait for a Deployment's rollout as the deployment controller reports it, then
+watch the restart counts, readiness and terminations of the new pods for the stable window.
+
+Exit status: 0 when the rollout completed and held; 1 when it did not (the failing pod is
+diagnosed on stdout); 2 for unusable arguments or when the cluster cannot be read.
+Fit for a CI/CD step:
+
+  kubectl apply -f deploy.yaml && crashdoc verify deploy/vllm -n llm --stable 5m --timeout 15m";
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 90s, 5m or 1h"))?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("`{s}` is not a duration like 90s, 5m or 1h")),
+    };
+    Ok(std::time::Duration::from_secs(secs))
+}
 
 #[derive(clap::Args)]
 struct AnalyzeArgs {
@@ -232,6 +272,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             live::runtime()?.block_on(live::capture(cluster, target, output, verbose))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Verify {
+            target,
+            cluster,
+            stable,
+            timeout,
+            format,
+        } => {
+            let held = live::runtime()?
+                .block_on(live::verify(cluster, target, stable, timeout, format))?;
+            Ok(if held {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Scan {
             cluster,
