@@ -675,18 +675,37 @@ impl Walker<'_> {
                     None => format!("{kind}/{name}"),
                 }
             });
-        let cite = self.cite(
-            SourceKind::Event,
-            format!("event {reason}"),
-            "message",
-            &crate::text::clip(&message, 40),
-        );
-        let cite = Cite {
-            reference: cite.location.clone().unwrap_or(cite.reference),
-            text: format!("{reason}: {message}"),
-            location: None,
-            ..cite
+        // `events.json:12` where the message's line can be found, else the
+        // item's index; the text is the event as kubectl prints it.
+        let index = self.out.events.len();
+        let line = self
+            .doc
+            .text
+            .lines()
+            .position(|l| l.contains("\"message\"") || l.trim_start().starts_with("message:"))
+            .and(
+                self.doc
+                    .text
+                    .lines()
+                    .enumerate()
+                    .filter(|(_, l)| {
+                        l.contains("\"message\"") || l.trim_start().starts_with("message:")
+                    })
+                    .nth(index)
+                    .map(|(n, _)| n),
+            );
+        let reference = match line {
+            Some(n) => format!("{}:{}", self.doc.name, self.doc.line_offset + n as u64 + 1),
+            None => format!("{}[{index}]", self.doc.name),
         };
+        let kind_word = s(v, "type").unwrap_or_default();
+        let cite = Cite::new(
+            SourceKind::Event,
+            reference,
+            format!("{kind_word} {reason}: {message}")
+                .trim()
+                .to_string(),
+        );
         self.out.events.push(Event {
             kind: s(v, "type").unwrap_or_default(),
             reason,
