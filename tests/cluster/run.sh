@@ -21,6 +21,8 @@
 #
 # CRASHDOC_CLUSTER_ONLY=1 skips the crashdoc comparison (proves the cluster only).
 # CRASHDOC_BIN=path uses another crashdoc binary than target/release/crashdoc.
+# CRASHDOC_LIVE=0 skips the live tier (tests/cluster/live.sh), which otherwise
+# runs after the scenarios and adds one line (and one count) to the summary.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -121,6 +123,23 @@ while IFS=$'\t' read -r ref expected; do
     failed=$((failed + 1))
   fi
 done < "$TESTS/scenarios/expected.tsv"
+
+# The live tier (tests/cluster/live.sh: crashdoc diagnose/capture/scan as the
+# read-only user, secret leaks, audit verbs, least privilege) runs against the
+# same cluster and counts as one line here; its own lines go to
+# target/cluster/live.txt. CRASHDOC_LIVE=0 skips it.
+if (( have_crashdoc )) && [[ "${CRASHDOC_LIVE:-1}" != 0 && -x "$TESTS/live.sh" ]]; then
+  CRASHDOC_BIN="$CRASHDOC" "$TESTS/live.sh" > "$ROOT/target/cluster/live.txt" 2>&1
+  live_rc=$?
+  live_summary=$(tail -n1 "$ROOT/target/cluster/live.txt")
+  if (( live_rc == 0 )); then
+    echo "PASS live.sh: $live_summary"
+    passed=$((passed + 1))
+  else
+    echo "FAIL live.sh: $live_summary: $(grep '^FAIL' "$ROOT/target/cluster/live.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/live.txt)"
+    failed=$((failed + 1))
+  fi
+fi
 
 # Also keep a `kubectl cluster-info dump` of the namespace (crashdoc's input form 2)
 # for whoever wants to analyse it; not judged here.
