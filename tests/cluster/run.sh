@@ -16,8 +16,9 @@
 # "# expect-logs-previous:" header comments of scenarios/<name>.yaml), runs `target/release/crashdoc analyze DIR --format json` and
 # compares .pods[0].diagnoses[0].cause with expected.tsv.
 #
-# Prints one line per scenario, then "N passed, M failed"; exits non-zero if any
-# failed. Always runs `scripts/cluster down` on exit.
+# Prints one line per scenario (plus one for live.sh, see below), then
+# "N passed, M failed"; exits non-zero if any failed. Always runs
+# `scripts/cluster down` on exit.
 #
 # CRASHDOC_CLUSTER_ONLY=1 skips the crashdoc comparison (proves the cluster only).
 # CRASHDOC_BIN=path uses another crashdoc binary than target/release/crashdoc.
