@@ -293,15 +293,16 @@ impl Catalog {
         }
 
         // Keyword hits: decode and classify only the lines that have one.
+        // After a line is classified the search resumes at the next line, so
+        // a long line full of keywords costs one pass, not one per keyword.
         let mut counted_to = 0usize;
         let mut line_no = first_line;
-        let mut last_line_start = usize::MAX;
-        for m in self.ac.find_iter(block) {
-            let start = memchr::memrchr(b'\n', &block[..m.start()]).map_or(0, |i| i + 1);
-            if start == last_line_start {
-                continue;
-            }
-            last_line_start = start;
+        let mut pos = 0usize;
+        while pos < block.len() {
+            let Some(m) = self.ac.find(aho_corasick::Input::new(block).range(pos..)) else {
+                break;
+            };
+            let start = memchr::memrchr(b'\n', &block[pos..m.start()]).map_or(pos, |i| pos + i + 1);
             let end =
                 memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
             line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
@@ -310,6 +311,7 @@ impl Catalog {
             for sig in self.classify(&line.text) {
                 st.record(sig, line.clone());
             }
+            pos = end + 1;
         }
 
         st.lines += lines_in_block;

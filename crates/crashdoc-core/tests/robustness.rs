@@ -932,7 +932,6 @@ fn nested_yaml(depth: usize) -> String {
 /// Run here on an 8 MiB stack, the size of a main thread. Un-ignore once
 /// both recursions are bounded.
 #[test]
-#[ignore = "stack overflow in ingest::tolerant / objects::Walker on deeply nested YAML"]
 fn deep_yaml_does_not_overflow_the_stack() {
     let t = std::thread::Builder::new()
         .stack_size(8 << 20)
@@ -964,7 +963,6 @@ fn deep_yaml_does_not_overflow_the_stack() {
 /// (65 measured in a release build).
 /// Un-ignore once the scanner resumes its search at the next line.
 #[test]
-#[ignore = "scan is quadratic in the length of a line full of keywords"]
 fn long_line_scan_is_linear() {
     let unit = b"{\"id\":1234,\"status\":\"error\",\"error\":null,\"retry\":false},";
     let line = |kib: usize| -> Vec<u8> {

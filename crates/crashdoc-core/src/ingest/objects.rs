@@ -62,7 +62,11 @@ pub fn parse(doc: &Doc) -> Objects {
         ..Default::default()
     };
     if let Some(v) = tree {
-        let mut w = Walker { doc, out: &mut out };
+        let mut w = Walker {
+            doc,
+            out: &mut out,
+            depth: 0,
+        };
         w.value(&v);
     }
     out
@@ -71,7 +75,11 @@ pub fn parse(doc: &Doc) -> Objects {
 struct Walker<'a> {
     doc: &'a Doc,
     out: &'a mut Objects,
+    depth: usize,
 }
+
+/// Kubernetes objects nest a few levels; anything deeper is skipped.
+const MAX_WALK_DEPTH: usize = 48;
 
 fn s(v: &Value, k: &str) -> Option<String> {
     match v.get(k)? {
@@ -114,6 +122,10 @@ impl Walker<'_> {
     }
 
     fn value(&mut self, v: &Value) {
+        if self.depth > MAX_WALK_DEPTH {
+            return;
+        }
+        self.depth += 1;
         match v {
             Value::Array(items) => {
                 for i in items {
@@ -123,6 +135,7 @@ impl Walker<'_> {
             Value::Object(m) => self.object(v, m),
             _ => {}
         }
+        self.depth -= 1;
     }
 
     fn object(&mut self, v: &Value, m: &Map<String, Value>) {

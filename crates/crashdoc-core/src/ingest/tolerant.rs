@@ -93,7 +93,7 @@ fn yaml(text: &str) -> Option<Value> {
     while pos < lines.len() {
         let before = pos;
         let indent = lines[pos].indent;
-        match block(&lines, &mut pos, indent) {
+        match block(&lines, &mut pos, indent, 0) {
             Value::Object(m) => root.extend(m),
             Value::Array(a) => items.extend(a),
             _ => {}
@@ -111,7 +111,17 @@ fn yaml(text: &str) -> Option<Value> {
     (!root.is_empty()).then_some(Value::Object(root))
 }
 
-fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
+/// Deeper than this, a document is not a Kubernetes object: the rest of the
+/// branch is skipped (and the stack is safe).
+const MAX_DEPTH: usize = 64;
+
+fn block(lines: &[Line], pos: &mut usize, indent: usize, depth: usize) -> Value {
+    if depth > MAX_DEPTH {
+        while *pos < lines.len() && lines[*pos].indent >= indent {
+            *pos += 1;
+        }
+        return Value::Null;
+    }
     if *pos < lines.len() && lines[*pos].text.starts_with("- ")
         || lines.get(*pos).is_some_and(|l| l.text == "-")
     {
@@ -126,7 +136,7 @@ fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
                 *pos += 1;
                 if *pos < lines.len() && lines[*pos].indent > indent {
                     let ind = lines[*pos].indent;
-                    arr.push(block(lines, pos, ind));
+                    arr.push(block(lines, pos, ind, depth + 1));
                 }
                 continue;
             }
@@ -134,7 +144,7 @@ fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
                 // A map item: first key on the dash line, the rest below it.
                 let mut m = Map::new();
                 *pos += 1;
-                insert_kv(lines, pos, item_indent, &mut m, k, v);
+                insert_kv(lines, pos, item_indent, &mut m, k, v, depth + 1);
                 while *pos < lines.len()
                     && lines[*pos].indent == item_indent
                     && !lines[*pos].text.starts_with("- ")
@@ -143,7 +153,7 @@ fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
                     match split_kv(t) {
                         Some((k, v)) => {
                             *pos += 1;
-                            insert_kv(lines, pos, item_indent, &mut m, k, v);
+                            insert_kv(lines, pos, item_indent, &mut m, k, v, depth + 1);
                         }
                         None => *pos += 1,
                     }
@@ -169,7 +179,7 @@ fn block(lines: &[Line], pos: &mut usize, indent: usize) -> Value {
         match split_kv(l.text) {
             Some((k, v)) => {
                 *pos += 1;
-                insert_kv(lines, pos, indent, &mut m, k, v);
+                insert_kv(lines, pos, indent, &mut m, k, v, depth);
             }
             None => *pos += 1,
         }
@@ -184,6 +194,7 @@ fn insert_kv(
     m: &mut Map<String, Value>,
     k: &str,
     v: &str,
+    depth: usize,
 ) {
     let value = if v.is_empty() {
         match lines.get(*pos) {
@@ -192,7 +203,7 @@ fn insert_kv(
                     || (next.indent == indent && next.text.starts_with("- ")) =>
             {
                 let ind = next.indent;
-                block(lines, pos, ind)
+                block(lines, pos, ind, depth + 1)
             }
             _ => Value::Null,
         }
