@@ -302,6 +302,16 @@ pub async fn scan(
 
 fn just_created_pending(p: &Pod) -> bool {
     let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
+    // The scheduler already said no: not just created, whatever its age.
+    let unschedulable = p.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .flatten()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
+    });
+    if unschedulable {
+        return false;
+    }
     let waiting_reason_bad = p.status.as_ref().is_some_and(|s| {
         s.container_statuses
             .iter()
