@@ -56,6 +56,31 @@ while IFS=$'\t' read -r ref expected; do
   if [[ "$got" == "$expected" ]]; then ok "scan $ref: $got"; else fail "scan $ref: want $expected, got $got"; fi
 done < "$TESTS/scenarios/expected.tsv"
 
+# verify: a healthy rollout holds (exit 0); a failing one exits 1 with the diagnosis.
+cat <<'YAML' | kubectl -n "$NS" apply -f - > /dev/null
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: verify-ok}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: verify-ok}}
+  template:
+    metadata: {labels: {app: verify-ok}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: kwok-cpu-0}
+      containers: [{name: web, image: nginx:1.27}]
+YAML
+if "$CRASHDOC" verify deploy/verify-ok -n "$NS" --kubeconfig "$RO" --stable 10s --timeout 180s > "$OUT/verify-ok.out" 2>&1; then
+  ok "verify deploy/verify-ok: held"
+else
+  fail "verify deploy/verify-ok: exit $? ($(tail -n 2 "$OUT/verify-ok.out" | tr '\n' ' '))"
+fi
+"$CRASHDOC" verify deploy/vllm-oom -n "$NS" --kubeconfig "$RO" --stable 10s --timeout 15s --format json > "$OUT/verify-fail.json" 2> "$OUT/verify-fail.stderr"
+code=$?
+got=$(cause_of "$OUT/verify-fail.json")
+if [[ $code == 1 && "$got" == oom-killed ]]; then ok "verify deploy/vllm-oom: exit 1 with $got"; else fail "verify deploy/vllm-oom: exit $code, cause $got"; fi
+kubectl -n "$NS" delete deployment verify-ok --wait=false > /dev/null 2>&1
+
 # Secret values planted in the scenarios must appear nowhere.
 mkdir -p "$OUT/untarred"
 for t in "$OUT"/*.tar.gz; do mkdir -p "$OUT/untarred/$(basename "$t" .tar.gz)"; tar -xzf "$t" -C "$OUT/untarred/$(basename "$t" .tar.gz)"; done
