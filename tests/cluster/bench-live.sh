@@ -60,7 +60,7 @@ status:
 YAML
 done | kubectl apply -f - > /dev/null
 kubectl create namespace crashdoc-scale --dry-run=client -o yaml | kubectl apply -f - > /dev/null
-deploy() { # name replicas annotations
+deploy() { # name replicas annotations extra-labels
   cat <<YAML | kubectl -n crashdoc-scale apply -f - > /dev/null
 apiVersion: apps/v1
 kind: Deployment
@@ -70,7 +70,7 @@ spec:
   selector: {matchLabels: {app: $1}}
   template:
     metadata:
-      labels: {app: $1, crashdoc.test/scenario: $1}
+      labels: {app: $1$4}
       annotations: {$3}
     spec:
       nodeSelector: {crashdoc.test/scale: "true"}
@@ -78,8 +78,9 @@ spec:
       containers: [{name: app, image: registry.example.com/app:1.0, resources: {limits: {memory: 256Mi}}}]
 YAML
 }
-deploy healthy $((SCALE_PODS - SCALE_FAILING)) ''
-deploy failing "$SCALE_FAILING" 'crashdoc.test/behavior: crashloop, crashdoc.test/exit-code: "137", crashdoc.test/reason: OOMKilled, crashdoc.test/run-seconds: "30", crashdoc.test/logs: vllm-oom.log'
+# Healthy pods carry no crashdoc.test/scenario label, so kwok's default stages run them.
+deploy healthy $((SCALE_PODS - SCALE_FAILING)) '' ''
+deploy failing "$SCALE_FAILING" 'crashdoc.test/behavior: crashloop, crashdoc.test/exit-code: "137", crashdoc.test/reason: OOMKilled, crashdoc.test/run-seconds: "30", crashdoc.test/logs: vllm-oom.log' ', crashdoc.test/scenario: failing'
 t0=$(date +%s)
 while :; do
   total=$(kubectl -n crashdoc-scale get pods --no-headers 2>/dev/null | wc -l)
