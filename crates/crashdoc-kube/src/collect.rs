@@ -169,118 +169,66 @@ impl Collector {
         self.waves.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Get one named object of the namespace, with the error a user can act on.
+    async fn get_named<K>(&self, name: &str, resource: &str, kind: &str) -> Result<K, KubeError>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::de::DeserializeOwned
+            + std::fmt::Debug,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        self.count();
+        self.api::<K>().get(name).await.map_err(|e| {
+            classify(
+                e,
+                &Req {
+                    verb: "get",
+                    resource,
+                },
+                &self.namespace,
+                &format!("{kind}/{name}"),
+            )
+        })
+    }
+
     /// The pods a target names: a pod, or a workload's pods, newest
     /// ReplicaSet first, failing ones before healthy ones.
     pub async fn resolve(&self, target: &Target) -> Result<Vec<Pod>, KubeError> {
         let ns = self.namespace.clone();
         self.wave();
+        let name = target.name.as_str();
         let selector = match target.kind {
-            TargetKind::Pod => {
-                self.count();
-                let pod = self.api::<Pod>().get(&target.name).await.map_err(|e| {
-                    classify(
-                        e,
-                        &Req {
-                            verb: "get",
-                            resource: "pods",
-                        },
-                        &ns,
-                        &format!("pod/{}", target.name),
-                    )
-                })?;
-                return Ok(vec![pod]);
-            }
-            TargetKind::Deployment => {
-                self.count();
-                let d = self
-                    .api::<Deployment>()
-                    .get(&target.name)
-                    .await
-                    .map_err(|e| {
-                        classify(
-                            e,
-                            &Req {
-                                verb: "get",
-                                resource: "deployments",
-                            },
-                            &ns,
-                            &format!("deployment/{}", target.name),
-                        )
-                    })?;
-                Some(d.spec.selector)
-            }
-            TargetKind::StatefulSet => {
-                self.count();
-                let d = self
-                    .api::<StatefulSet>()
-                    .get(&target.name)
-                    .await
-                    .map_err(|e| {
-                        classify(
-                            e,
-                            &Req {
-                                verb: "get",
-                                resource: "statefulsets",
-                            },
-                            &ns,
-                            &format!("statefulset/{}", target.name),
-                        )
-                    })?;
-                Some(d.spec.selector)
-            }
-            TargetKind::DaemonSet => {
-                self.count();
-                let d = self
-                    .api::<DaemonSet>()
-                    .get(&target.name)
-                    .await
-                    .map_err(|e| {
-                        classify(
-                            e,
-                            &Req {
-                                verb: "get",
-                                resource: "daemonsets",
-                            },
-                            &ns,
-                            &format!("daemonset/{}", target.name),
-                        )
-                    })?;
-                Some(d.spec.selector)
-            }
-            TargetKind::ReplicaSet => {
-                self.count();
-                let d = self
-                    .api::<ReplicaSet>()
-                    .get(&target.name)
-                    .await
-                    .map_err(|e| {
-                        classify(
-                            e,
-                            &Req {
-                                verb: "get",
-                                resource: "replicasets",
-                            },
-                            &ns,
-                            &format!("replicaset/{}", target.name),
-                        )
-                    })?;
-                Some(d.spec.selector)
-            }
-            TargetKind::Job => {
-                self.count();
-                let d = self.api::<Job>().get(&target.name).await.map_err(|e| {
-                    classify(
-                        e,
-                        &Req {
-                            verb: "get",
-                            resource: "jobs",
-                        },
-                        &ns,
-                        &format!("job/{}", target.name),
-                    )
-                })?;
-                d.spec.and_then(|s| s.selector)
-            }
+            TargetKind::Pod => return Ok(vec![self.get_named::<Pod>(name, "pods", "pod").await?]),
+            TargetKind::Deployment => Some(
+                self.get_named::<Deployment>(name, "deployments", "deployment")
+                    .await?
+                    .spec
+                    .selector,
+            ),
+            TargetKind::StatefulSet => Some(
+                self.get_named::<StatefulSet>(name, "statefulsets", "statefulset")
+                    .await?
+                    .spec
+                    .selector,
+            ),
+            TargetKind::DaemonSet => Some(
+                self.get_named::<DaemonSet>(name, "daemonsets", "daemonset")
+                    .await?
+                    .spec
+                    .selector,
+            ),
+            TargetKind::ReplicaSet => Some(
+                self.get_named::<ReplicaSet>(name, "replicasets", "replicaset")
+                    .await?
+                    .spec
+                    .selector,
+            ),
+            TargetKind::Job => self
+                .get_named::<Job>(name, "jobs", "job")
+                .await?
+                .spec
+                .and_then(|s| s.selector),
         };
         let sel = selector.map(|s| selector_string(&s)).unwrap_or_default();
         if sel.is_empty() {
