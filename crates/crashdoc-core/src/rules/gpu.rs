@@ -334,11 +334,9 @@ pub static GPU_OOM: Rule = Rule {
                 "not enough space",
                 "mem-fraction-static",
                 "insufficient",
-                "too small",
-                "exceeds",
             ],
             regex: Some(
-                r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|larger than the available KV cache memory|failed to allocate buffer for kv cache|Please try to increase --mem-fraction-static|Not enough memory\. Please try|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|exceeds|too small|not enough)|Lack of device memory",
+                r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|larger than the available KV cache memory|failed to allocate buffer for kv cache|Please try to increase --mem-fraction-static|Not enough memory\. Please try|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|not enough)|Lack of device memory",
             ),
             meaning: "the KV cache does not fit in GPU memory",
         },

@@ -30,7 +30,10 @@ pub static MARKERS: &[Signature] = &[
         kind: SigKind::Exception,
         weight: 0.55,
         keywords: &[
-            "Error",
+            "Error:",
+            "Error(",
+            "Error)",
+            "Error (",
             "Exception",
             "panic:",
             "panicked at",
