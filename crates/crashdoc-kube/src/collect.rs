@@ -179,7 +179,8 @@ impl Collector {
         <K as kube::Resource>::DynamicType: Default,
     {
         self.count();
-        self.api::<K>().get(name).await.map_err(|e| {
+        let api = self.api::<K>();
+        crate::retry::read(3, || api.get(name)).await.map_err(|e| {
             classify(
                 e,
                 &Req {
@@ -242,7 +243,7 @@ impl Collector {
         let lp = ListParams::default().labels(&sel);
         self.count();
         let pods_api = self.api::<Pod>();
-        let pods_f = pods_api.list(&lp);
+        let pods_f = crate::retry::read(3, || pods_api.list(&lp));
         let rs_f = async {
             if target.kind == TargetKind::Deployment {
                 self.count();
@@ -426,7 +427,13 @@ impl Collector {
                 ..Default::default()
             };
             self.count();
-            async move { (c.clone(), *previous, api.logs(&pod_name, &lp).await) }
+            async move {
+                (
+                    c.clone(),
+                    *previous,
+                    crate::retry::read(3, || api.logs(&pod_name, &lp)).await,
+                )
+            }
         }));
 
         let events_f = async {
@@ -435,9 +442,11 @@ impl Collector {
             }
             self.count();
             let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-            api.list(&ListParams::default().fields(&format!("involvedObject.uid={uid}")))
-                .await
-                .map(|l| l.items)
+            {
+                let lp = ListParams::default().fields(&format!("involvedObject.uid={uid}"));
+                crate::retry::read(3, || api.list(&lp)).await
+            }
+            .map(|l| l.items)
         };
 
         let owner_f = self.owner_chain(&pod, &ns);

@@ -7,6 +7,7 @@
 //! a bundle, the output or a log line.
 
 pub mod collect;
+pub mod retry;
 mod target;
 pub mod verify;
 

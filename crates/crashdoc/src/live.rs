@@ -198,8 +198,7 @@ pub async fn scan(
             lp = lp.continue_token(t);
         }
         requests += 1;
-        let page = pods_api
-            .list(&lp)
+        let page = crashdoc_kube::retry::read(3, || pods_api.list(&lp))
             .await
             .map_err(|e| forbidden_hint(e, "list", "pods", &ns))?;
         total += page.items.len();
@@ -224,7 +223,7 @@ pub async fn scan(
                 lp = lp.continue_token(t);
             }
             requests += 1;
-            match events_api.list(&lp).await {
+            match crashdoc_kube::retry::read(3, || events_api.list(&lp)).await {
                 Ok(page) => {
                     for e in page.items {
                         if let Some(uid) = e.involved_object.uid.clone() {
