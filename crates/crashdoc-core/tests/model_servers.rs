@@ -29,16 +29,13 @@
 
 use crashdoc_core::Cause;
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-fn fixtures_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/model-servers")
-}
+mod common;
+use common::{name_of, sorted_dirs, warn};
 
-/// Print past libtest's output capture, so warnings show on a passing run.
-fn warn(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
+fn fixtures_root() -> PathBuf {
+    common::fixtures("model-servers")
 }
 
 #[derive(Debug, Default)]
@@ -131,23 +128,6 @@ fn parse_expected(text: &str) -> Result<Expected, String> {
     })
 }
 
-fn sorted_dirs(path: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    v
-}
-
-fn name_of(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// The first integer after `key:` in a text (`failureThreshold: 42`).
 fn number_after(text: &str, key: &str) -> Option<u64> {
     let rest = &text[text.find(key)? + key.len()..];
@@ -175,22 +155,7 @@ fn startup_budget(fixes: &[String]) -> Option<u64> {
 
 /// Bytes in a Kubernetes memory quantity (`48Gi`, `512Mi`, `64G`).
 fn quantity_bytes(q: &str) -> Option<u64> {
-    let q = q.trim();
-    let split = q.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-    let (num, unit) = q.split_at(split);
-    let n: f64 = num.parse().ok()?;
-    let mult: f64 = match unit {
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        "K" | "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        _ => return None,
-    };
-    Some((n * mult) as u64)
+    crashdoc_core::text::parse_bytes(q)
 }
 
 /// The largest `memory:` under `limits:` in the fix lines.

@@ -20,16 +20,13 @@ use crashdoc_core::Cause;
 use crashdoc_core::diagnose::Confidence;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-fn fixtures_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rules")
-}
+mod common;
+use common::{name_of, sorted_dirs, warn};
 
-/// Print past libtest's output capture, so warnings show on a passing run.
-fn warn(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
+fn fixtures_root() -> PathBuf {
+    common::fixtures("rules")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,23 +127,6 @@ fn parse_expected(text: &str) -> Result<Expected, String> {
         min_confidence,
         known_gap,
     })
-}
-
-fn sorted_dirs(path: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    v
-}
-
-fn name_of(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// What a case's rule checks found wrong (`rule`) and what is wrong whatever
