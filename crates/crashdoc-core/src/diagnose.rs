@@ -203,6 +203,10 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
             })
         })
         .collect();
+    let mut notes = pod.notes.clone();
+    if let Some(c) = compare_runs(&timeline) {
+        notes.push(c);
+    }
     PodReport {
         namespace: pod.namespace.clone(),
         name: pod.name.clone(),
@@ -210,7 +214,7 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
         diagnoses,
         missing,
         timeline,
-        notes: pod.notes.clone(),
+        notes,
         sources: {
             let mut s = pod.sources.clone();
             s.dedup();
@@ -224,6 +228,34 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
             .unwrap_or(0)
             .max(pod.listed_restarts.unwrap_or(0)),
     }
+}
+
+/// How far each run got, side by side: the same stage every time means a
+/// fixed wall (a limit, a probe budget); later and later means growth.
+fn compare_runs(t: &[RunTimeline]) -> Option<String> {
+    let prev = t.iter().find(|r| r.run == LogKind::Previous)?;
+    let cur = t.iter().find(|r| r.run == LogKind::Current)?;
+    let reach = |r: &RunTimeline| {
+        let m = r.stages.last()?;
+        Some((m.stage, m.at_seconds))
+    };
+    let (ps, pa) = reach(prev)?;
+    let (cs, ca) = reach(cur)?;
+    let at = |a: Option<i64>| a.map(|s| format!(" at {s}s")).unwrap_or_default();
+    let verdict = if ps == cs {
+        "the same stage: the run stops at a fixed point (a memory limit or a probe budget), not by chance"
+    } else if cs > ps {
+        "the current run got further"
+    } else {
+        "the current run has not yet reached where the previous one died"
+    };
+    Some(format!(
+        "runs compared: the previous run reached {}{}, the current run {}{}; {verdict}",
+        ps.describe(),
+        at(pa),
+        cs.describe(),
+        at(ca)
+    ))
 }
 
 fn sentence(s: &str) -> String {
@@ -380,6 +412,37 @@ mod tests {
         assert_eq!(Confidence::from_score(0.9), Confidence::High);
         assert_eq!(Confidence::from_score(0.7), Confidence::Medium);
         assert_eq!(Confidence::from_score(0.2), Confidence::Low);
+    }
+
+    #[test]
+    fn runs_are_compared() {
+        use crate::ingest::{Doc, FileKind, Parts, assemble};
+        let run = "INFO 11-12 09:31:44 api_server.py:528] vLLM API server version 0.6.3\nINFO 11-12 09:31:58 model_runner.py:1056] Starting to load model /models/x...\nINFO 11-12 09:32:40 model_runner.py:1067] Loading weights took 14.25 GiB\n";
+        let mut parts = Parts::default();
+        for (name, kind) in [
+            ("logs-previous.txt", LogKind::Previous),
+            ("logs.txt", LogKind::Current),
+        ] {
+            parts.add_doc(
+                FileKind::Logs {
+                    kind,
+                    container: None,
+                },
+                Doc {
+                    name: name.into(),
+                    text: run.into(),
+                    line_offset: 0,
+                },
+            );
+        }
+        let ev = assemble(parts);
+        let r = diagnose(&ev.pods[0], &[]);
+        let note = r
+            .notes
+            .iter()
+            .find(|n| n.starts_with("runs compared"))
+            .expect("a comparison note");
+        assert!(note.contains("the same stage"), "{note}");
     }
 
     #[test]
