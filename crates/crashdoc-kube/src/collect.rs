@@ -539,8 +539,22 @@ impl Collector {
             api.get_opt(&sa).await
         };
 
-        let (logs, events, owners, node, pvcs, cms_r, secrets_r, sa_r) = futures::join!(
-            logs_f, events_f, owner_f, node_f, pvc_f, cm_f, secret_f, sa_f
+        let metrics_f = async {
+            // metrics.k8s.io, when the cluster serves it: usage per container.
+            self.count();
+            let ar = kube::core::ApiResource {
+                group: "metrics.k8s.io".into(),
+                version: "v1beta1".into(),
+                api_version: "metrics.k8s.io/v1beta1".into(),
+                kind: "PodMetrics".into(),
+                plural: "pods".into(),
+            };
+            let api: Api<kube::core::DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &ns, &ar);
+            api.get_opt(&name).await
+        };
+        let (logs, events, owners, node, pvcs, cms_r, secrets_r, sa_r, metrics) = futures::join!(
+            logs_f, events_f, owner_f, node_f, pvc_f, cm_f, secret_f, sa_f, metrics_f
         );
 
         let mut files: Vec<(String, Vec<u8>)> = vec![("pod.json".into(), json(&pod))];
@@ -679,6 +693,46 @@ impl Collector {
                 &Req {
                     verb: "get",
                     resource: "serviceaccounts",
+                },
+            )),
+        }
+        match metrics {
+            Ok(Some(m)) => {
+                // As `kubectl top pod --containers` prints it, which `analyze` reads.
+                let mut top = String::from("POD NAME CPU(cores) MEMORY(bytes)\n");
+                for c in m
+                    .data
+                    .get("containers")
+                    .and_then(|v| v.as_array())
+                    .into_iter()
+                    .flatten()
+                {
+                    let get = |k: &str| {
+                        c.pointer(&format!("/usage/{k}"))
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("?")
+                            .to_string()
+                    };
+                    let cname = c.get("name").and_then(|v| v.as_str()).unwrap_or("?");
+                    top.push_str(&format!(
+                        "{name} {cname} {} {}\n",
+                        get("cpu"),
+                        get("memory")
+                    ));
+                }
+                files.push(("top-pod.txt".into(), top.into_bytes()));
+            }
+            Ok(None) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => miss.push(Missing {
+                what: "usage".into(),
+                why: "the cluster does not serve metrics.k8s.io (no metrics-server)".into(),
+            }),
+            Err(e) => miss.push(missing(
+                "usage (metrics.k8s.io)",
+                &e,
+                &Req {
+                    verb: "get",
+                    resource: "pods.metrics.k8s.io",
                 },
             )),
         }

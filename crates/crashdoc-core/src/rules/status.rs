@@ -148,6 +148,13 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     f = f.fix("set resources.limits.memory above the observed peak; with no limit, the namespace's LimitRange default applies");
                 }
             }
+            if let Some((u, _)) = usage_of(cx, &c.name) {
+                summary.push_str(&format!(
+                    "; last measured memory use {}",
+                    u.memory.as_deref().unwrap_or("?")
+                ));
+                f = f.cite(&u.cite);
+            }
             if let Some(run) = t.run_seconds() {
                 if run >= 3600 {
                     summary.push_str(&format!("; the run lasted {} before the kill, so memory grows over time (a leak or unbounded cache) rather than being too small at start", human_duration(run)));
@@ -190,6 +197,20 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
             if let Some(l) = c.limits.get("memory") {
                 f = f.cite(&l.cite);
+                // Measured usage close to the limit makes the memory explanation likely.
+                if let Some((u, used)) = usage_of(cx, &c.name)
+                    && let Some(limit) = parse_bytes(&l.value)
+                    && used * 10 >= limit * 9
+                {
+                    f.score = 0.6;
+                    f.summary = format!(
+                        "{} was killed with SIGKILL (exit 137) while its memory use ({}) was within 10% of its limit ({}): most likely an OOM kill the runtime did not report",
+                        super::who(name),
+                        u.memory.as_deref().unwrap_or("?"),
+                        l.value
+                    );
+                    f = f.cite(&u.cite);
+                }
             }
             out.push(f);
         }
@@ -213,6 +234,19 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// A container's measured memory use (`kubectl top` / metrics.k8s.io), in bytes.
+fn usage_of<'a>(cx: &'a Context, container: &str) -> Option<(&'a Usage, u64)> {
+    cx.pod
+        .usage
+        .iter()
+        .find(|u| {
+            u.container
+                .as_deref()
+                .is_none_or(|c| c == container || container.is_empty())
+        })
+        .and_then(|u| Some((u, parse_bytes(u.memory.as_deref()?)?)))
 }
 
 pub static EXIT_ZERO: Rule = Rule {
