@@ -38,24 +38,17 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
         .iter()
         .map(|e| (e.message.as_str(), &e.cite))
         .collect();
-    let mut waiting: Option<&Cite> = None;
-    for c in &cx.pod.containers {
-        for st in [c.state.as_ref(), c.last_state.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(m) = &st.message {
-                messages.push((m.value.as_str(), &m.cite));
-            }
-            if let Some(r) = st
-                .reason
-                .as_ref()
-                .filter(|r| r.value == "CreateContainerConfigError")
-            {
-                waiting = Some(&r.cite);
-            }
-        }
-    }
+    messages.extend(cx.state_messages());
+    let waiting: Option<&Cite> = cx
+        .pod
+        .containers
+        .iter()
+        .flat_map(|c| [c.state.as_ref(), c.last_state.as_ref()])
+        .flatten()
+        .filter_map(|st| st.reason.as_ref())
+        .filter(|r| r.value == "CreateContainerConfigError")
+        .map(|r| &r.cite)
+        .next_back();
     let listed = cx
         .pod
         .listed_status

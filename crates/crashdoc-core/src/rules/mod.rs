@@ -361,6 +361,18 @@ impl<'a> Context<'a> {
         Some(format!("{kind}/{}", o.name))
     }
 
+    /// The kubelet's messages in container states (`state`/`lastState`
+    /// `.message`), with their citations.
+    pub fn state_messages(&self) -> Vec<(&'a str, &'a Cite)> {
+        self.pod
+            .containers
+            .iter()
+            .flat_map(|c| [c.state.as_ref(), c.last_state.as_ref()])
+            .flatten()
+            .filter_map(|st| st.message.as_ref().map(|m| (m.value.as_str(), &m.cite)))
+            .collect()
+    }
+
     pub fn events_with(&self, pred: impl Fn(&Event) -> bool) -> Vec<&'a Event> {
         self.pod.events.iter().filter(|e| pred(e)).collect()
     }

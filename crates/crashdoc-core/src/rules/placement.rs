@@ -238,16 +238,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
         .filter(|e| e.reason == "Failed")
         .map(|e| (e.message.as_str(), &e.cite))
         .collect();
-    for c in &cx.pod.containers {
-        for st in [c.state.as_ref(), c.last_state.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(m) = &st.message {
-                start_msgs.push((m.value.as_str(), &m.cite));
-            }
-        }
-    }
+    start_msgs.extend(cx.state_messages());
     if let Some((m, cite)) = start_msgs
         .iter()
         .find(|(m, _)| crate::rules::status::is_mount_error(m))
@@ -503,16 +494,7 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
         .iter()
         .map(|e| (e.message.as_str(), &e.cite))
         .collect();
-    for c in &cx.pod.containers {
-        for st in [c.state.as_ref(), c.last_state.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            if let Some(m) = &st.message {
-                messages.push((m.value.as_str(), &m.cite));
-            }
-        }
-    }
+    messages.extend(cx.state_messages());
     if let Some((m, cite)) = messages.iter().find(|(m, _)| m.contains("runAsNonRoot")) {
         let nonnumeric = m.contains("non-numeric user");
         let mut f = Finding::new(
