@@ -95,6 +95,13 @@ impl HistoryError {
                     detail: source.to_string(),
                 }
             }
+            // A read past the end: the file was cut short (a copy, a full disk).
+            redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                HistoryError::Corrupted {
+                    path,
+                    detail: "the file is truncated".to_string(),
+                }
+            }
             redb::Error::Io(source) => HistoryError::Io { path, source },
             redb::Error::UpgradeRequired(version) => HistoryError::NotCrashdoc {
                 path,

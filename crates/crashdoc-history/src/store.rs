@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::fs;
 use std::ops::Bound;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -94,6 +95,24 @@ fn builder() -> Builder {
     b
 }
 
+/// Runs `f`, turning a panic into [`HistoryError::Corrupted`]. redb trusts
+/// committed pages on a plain open (it verifies checksums only when it
+/// repairs), and a damaged page can make it panic rather than return an
+/// error; a watcher or `crashdoc history` should report that, not crash.
+fn guard<T>(path: &Path, f: impl FnOnce() -> Result<T, HistoryError>) -> Result<T, HistoryError> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(HistoryError::Corrupted {
+            path: path.to_path_buf(),
+            detail: format!("the database engine stopped on damaged data: {msg}"),
+        })
+    })
+}
+
 fn ns(t: Timestamp) -> i128 {
     t.as_nanosecond()
 }
@@ -107,21 +126,23 @@ impl Store {
     /// when it does not exist. Only one process can have it open this way:
     /// a second gets [`HistoryError::Locked`].
     pub fn open(path: &Path) -> Result<Store, HistoryError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|source| HistoryError::Io {
-                path: parent.to_path_buf(),
-                source,
-            })?;
-        }
-        let db = builder()
-            .create(path)
-            .map_err(|e| HistoryError::from_redb(path, e))?;
-        let store = Store {
-            db: Db::Write(db),
-            path: path.to_path_buf(),
-        };
-        store.init()?;
-        Ok(store)
+        guard(path, || {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent).map_err(|source| HistoryError::Io {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
+            }
+            let db = builder()
+                .create(path)
+                .map_err(|e| HistoryError::from_redb(path, e))?;
+            let store = Store {
+                db: Db::Write(db),
+                path: path.to_path_buf(),
+            };
+            store.init()?;
+            Ok(store)
+        })
     }
 
     /// Opens an existing history for reading. It works while a `crashdoc
@@ -132,52 +153,54 @@ impl Store {
     /// read-only handle: it is repaired first by a short writable open (when
     /// no watcher has it), then opened read-only.
     pub fn open_read_only(path: &Path) -> Result<Store, HistoryError> {
-        match fs::metadata(path) {
-            Ok(m) if m.is_dir() => {
-                return Err(HistoryError::NotCrashdoc {
-                    path: path.to_path_buf(),
-                    detail: "it is a folder".to_string(),
-                });
-            }
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(HistoryError::NotFound {
-                    path: path.to_path_buf(),
-                });
-            }
-            Err(source) => {
-                return Err(HistoryError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
-        }
-        let db = match builder().open_read_only(path) {
-            Ok(db) => db,
-            Err(DatabaseError::RepairAborted) => {
-                match builder().open(path) {
-                    // Opening for writing repairs; closing records a clean state.
-                    Ok(db) => db.close().map_err(|e| HistoryError::from_redb(path, e))?,
-                    // A watcher got there first: it repairs the file itself.
-                    Err(DatabaseError::DatabaseAlreadyOpen) => {}
-                    Err(e) => return Err(HistoryError::from_redb(path, e)),
+        guard(path, || {
+            match fs::metadata(path) {
+                Ok(m) if m.is_dir() => {
+                    return Err(HistoryError::NotCrashdoc {
+                        path: path.to_path_buf(),
+                        detail: "it is a folder".to_string(),
+                    });
                 }
-                builder()
-                    .open_read_only(path)
-                    .map_err(|e| HistoryError::from_redb(path, e))?
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(HistoryError::NotFound {
+                        path: path.to_path_buf(),
+                    });
+                }
+                Err(source) => {
+                    return Err(HistoryError::Io {
+                        path: path.to_path_buf(),
+                        source,
+                    });
+                }
             }
-            Err(e) => return Err(HistoryError::from_redb(path, e)),
-        };
-        let store = Store {
-            db: Db::Read(db),
-            path: path.to_path_buf(),
-        };
-        let txn = store.read()?;
-        let meta = txn.open_table(META).map_err(|e| store.err(e))?;
-        let version = meta.get(K_SCHEMA).map_err(|e| store.err(e))?;
-        store.check_version(version.map(|v| v.value()))?;
-        drop(meta);
-        Ok(store)
+            let db = match builder().open_read_only(path) {
+                Ok(db) => db,
+                Err(DatabaseError::RepairAborted) => {
+                    match builder().open(path) {
+                        // Opening for writing repairs; closing records a clean state.
+                        Ok(db) => db.close().map_err(|e| HistoryError::from_redb(path, e))?,
+                        // A watcher got there first: it repairs the file itself.
+                        Err(DatabaseError::DatabaseAlreadyOpen) => {}
+                        Err(e) => return Err(HistoryError::from_redb(path, e)),
+                    }
+                    builder()
+                        .open_read_only(path)
+                        .map_err(|e| HistoryError::from_redb(path, e))?
+                }
+                Err(e) => return Err(HistoryError::from_redb(path, e)),
+            };
+            let store = Store {
+                db: Db::Read(db),
+                path: path.to_path_buf(),
+            };
+            let txn = store.read()?;
+            let meta = txn.open_table(META).map_err(|e| store.err(e))?;
+            let version = meta.get(K_SCHEMA).map_err(|e| store.err(e))?;
+            store.check_version(version.map(|v| v.value()))?;
+            drop(meta);
+            Ok(store)
+        })
     }
 
     /// The file this store was opened on.
@@ -194,39 +217,45 @@ impl Store {
     /// written (the first capture of a termination is kept) and the stored id
     /// is returned. One transaction, durable when this returns.
     pub fn insert(&self, c: &Capture) -> Result<Inserted, HistoryError> {
-        self.write(|w| w.insert(c))
+        guard(&self.path, || self.write(|w| w.insert(c)))
     }
 
     /// [`Store::insert`] for many captures in one transaction (one disk sync):
     /// the way to record a restart storm. A key repeated in `cs` is stored
     /// once; its later occurrences are reported as duplicates of it.
     pub fn insert_batch(&self, cs: &[Capture]) -> Result<Vec<Inserted>, HistoryError> {
-        self.write(|w| cs.iter().map(|c| w.insert(c)).collect())
+        guard(&self.path, || {
+            self.write(|w| cs.iter().map(|c| w.insert(c)).collect())
+        })
     }
 
     /// Whether a capture with this key is stored.
     pub fn contains(&self, k: &TerminationKey) -> Result<bool, HistoryError> {
-        let txn = self.read()?;
-        let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
-        let found = keys
-            .get((k.pod_uid.as_str(), k.container.as_str(), k.restart_count))
-            .map_err(|e| self.err(e))?;
-        Ok(found.is_some())
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
+            let found = keys
+                .get((k.pod_uid.as_str(), k.container.as_str(), k.restart_count))
+                .map_err(|e| self.err(e))?;
+            Ok(found.is_some())
+        })
     }
 
     /// Every stored key, to warm a watcher's dedup set when it restarts.
     pub fn seen_keys(&self) -> Result<HashSet<TerminationKey>, HistoryError> {
-        let txn = self.read()?;
-        let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
-        let mut out = HashSet::with_capacity(
-            usize::try_from(keys.len().map_err(|e| self.err(e))?).unwrap_or(0),
-        );
-        for entry in keys.iter().map_err(|e| self.err(e))? {
-            let (k, _) = entry.map_err(|e| self.err(e))?;
-            let (uid, container, restart_count) = k.value();
-            out.insert(TerminationKey::new(uid, container, restart_count));
-        }
-        Ok(out)
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
+            let mut out = HashSet::with_capacity(
+                usize::try_from(keys.len().map_err(|e| self.err(e))?).unwrap_or(0),
+            );
+            for entry in keys.iter().map_err(|e| self.err(e))? {
+                let (k, _) = entry.map_err(|e| self.err(e))?;
+                let (uid, container, restart_count) = k.value();
+                out.insert(TerminationKey::new(uid, container, restart_count));
+            }
+            Ok(out)
+        })
     }
 
     /// The captures that match every filter of `q`, newest first (by
@@ -236,111 +265,123 @@ impl Store {
     /// `q.since..q.until` (stopping once `q.limit` rows match), then one
     /// metadata record decoded per result.
     pub fn list(&self, q: &Query) -> Result<Vec<Record>, HistoryError> {
-        let txn = self.read()?;
-        let timeline = txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
-        let lower = match q.since {
-            Some(t) => Bound::Included((ns(t), 0u64)),
-            None => Bound::Unbounded,
-        };
-        let upper = match q.until {
-            // Ids start at 1, so (until, 0) excludes every capture observed at `until`.
-            Some(t) => Bound::Excluded((ns(t), 0u64)),
-            None => Bound::Unbounded,
-        };
-        let limit = q.limit.unwrap_or(usize::MAX);
-        let mut hits: Vec<(u64, u64)> = Vec::new();
-        if limit > 0 {
-            for entry in timeline
-                .range::<(i128, u64)>((lower, upper))
-                .map_err(|e| self.err(e))?
-                .rev()
-            {
-                let (k, row) = entry.map_err(|e| self.err(e))?;
-                let row = row.value();
-                if matches(q, &row) {
-                    hits.push((k.value().1, row.7));
-                    if hits.len() >= limit {
-                        break;
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let timeline = txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
+            let lower = match q.since {
+                Some(t) => Bound::Included((ns(t), 0u64)),
+                None => Bound::Unbounded,
+            };
+            let upper = match q.until {
+                // Ids start at 1, so (until, 0) excludes every capture observed at `until`.
+                Some(t) => Bound::Excluded((ns(t), 0u64)),
+                None => Bound::Unbounded,
+            };
+            let limit = q.limit.unwrap_or(usize::MAX);
+            let mut hits: Vec<(u64, u64)> = Vec::new();
+            if limit > 0 {
+                for entry in timeline
+                    .range::<(i128, u64)>((lower, upper))
+                    .map_err(|e| self.err(e))?
+                    .rev()
+                {
+                    let (k, row) = entry.map_err(|e| self.err(e))?;
+                    let row = row.value();
+                    if matches(q, &row) {
+                        hits.push((k.value().1, row.7));
+                        if hits.len() >= limit {
+                            break;
+                        }
                     }
                 }
             }
-        }
-        drop(timeline);
-        let captures = txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(hits.len());
-        for (id, bundle_len) in hits {
-            let Some(json) = captures.get(id).map_err(|e| self.err(e))? else {
-                return Err(self.corrupted(format!("capture {id} is indexed but has no record")));
-            };
-            out.push(Record {
-                id,
-                capture: decode(id, json.value())?,
-                bundle_len,
-            });
-        }
-        Ok(out)
+            drop(timeline);
+            let captures = txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
+            let mut out = Vec::with_capacity(hits.len());
+            for (id, bundle_len) in hits {
+                let Some(json) = captures.get(id).map_err(|e| self.err(e))? else {
+                    return Err(
+                        self.corrupted(format!("capture {id} is indexed but has no record"))
+                    );
+                };
+                out.push(Record {
+                    id,
+                    capture: decode(id, json.value())?,
+                    bundle_len,
+                });
+            }
+            Ok(out)
+        })
     }
 
     /// One capture, with its bundle.
     pub fn get(&self, id: u64) -> Result<Option<Record>, HistoryError> {
-        let txn = self.read()?;
-        let captures = txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
-        let Some(json) = captures.get(id).map_err(|e| self.err(e))? else {
-            return Ok(None);
-        };
-        let mut capture = decode(id, json.value())?;
-        drop(json);
-        let bundles = txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
-        capture.bundle = bundles
-            .get(id)
-            .map_err(|e| self.err(e))?
-            .map(|b| b.value().to_vec());
-        let bundle_len = capture.bundle.as_ref().map_or(0, |b| len64(b.len()));
-        Ok(Some(Record {
-            id,
-            capture,
-            bundle_len,
-        }))
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let captures = txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
+            let Some(json) = captures.get(id).map_err(|e| self.err(e))? else {
+                return Ok(None);
+            };
+            let mut capture = decode(id, json.value())?;
+            drop(json);
+            let bundles = txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
+            capture.bundle = bundles
+                .get(id)
+                .map_err(|e| self.err(e))?
+                .map(|b| b.value().to_vec());
+            let bundle_len = capture.bundle.as_ref().map_or(0, |b| len64(b.len()));
+            Ok(Some(Record {
+                id,
+                capture,
+                bundle_len,
+            }))
+        })
     }
 
     /// The bundle of one capture (`.tar.gz` bytes), or `None` when there is
     /// no such capture or it has no bundle.
     pub fn bundle(&self, id: u64) -> Result<Option<Vec<u8>>, HistoryError> {
-        let txn = self.read()?;
-        let bundles = txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
-        let bundle = bundles.get(id).map_err(|e| self.err(e))?;
-        Ok(bundle.map(|b| b.value().to_vec()))
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let bundles = txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
+            let bundle = bundles.get(id).map_err(|e| self.err(e))?;
+            Ok(bundle.map(|b| b.value().to_vec()))
+        })
     }
 
     /// Removes the oldest captures (by `observed_at`, then id) until every
     /// limit of `r` holds, in one transaction that keeps all tables
     /// consistent. `now` anchors [`Retention::max_age`].
     pub fn prune(&self, r: &Retention, now: Timestamp) -> Result<PruneStats, HistoryError> {
-        let cutoff = r.max_age.map(|age| ns(now) - age.as_nanos().max(0));
-        self.write(|w| w.prune(r, cutoff))
+        guard(&self.path, || {
+            let cutoff = r.max_age.map(|age| ns(now) - age.as_nanos().max(0));
+            self.write(|w| w.prune(r, cutoff))
+        })
     }
 
     /// Counts, sizes and time span of the history.
     pub fn stats(&self) -> Result<Stats, HistoryError> {
-        let txn = self.read()?;
-        let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-        let timeline = txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
-        let counter = |k: &str| -> Result<u64, HistoryError> {
-            Ok(meta
-                .get(k)
-                .map_err(|e| self.err(e))?
-                .map_or(0, |v| v.value()))
-        };
-        let at = |key: Option<(redb::AccessGuard<'_, (i128, u64)>, _)>| {
-            key.and_then(|(k, _)| Timestamp::from_nanosecond(k.value().0).ok())
-        };
-        Ok(Stats {
-            captures: timeline.len().map_err(|e| self.err(e))?,
-            bundle_bytes: counter(K_BUNDLE_BYTES)?,
-            stored_bytes: counter(K_STORED_BYTES)?,
-            file_bytes: fs::metadata(&self.path).ok().map(|m| m.len()),
-            oldest: at(timeline.first().map_err(|e| self.err(e))?),
-            newest: at(timeline.last().map_err(|e| self.err(e))?),
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let timeline = txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
+            let counter = |k: &str| -> Result<u64, HistoryError> {
+                Ok(meta
+                    .get(k)
+                    .map_err(|e| self.err(e))?
+                    .map_or(0, |v| v.value()))
+            };
+            let at = |key: Option<(redb::AccessGuard<'_, (i128, u64)>, _)>| {
+                key.and_then(|(k, _)| Timestamp::from_nanosecond(k.value().0).ok())
+            };
+            Ok(Stats {
+                captures: timeline.len().map_err(|e| self.err(e))?,
+                bundle_bytes: counter(K_BUNDLE_BYTES)?,
+                stored_bytes: counter(K_STORED_BYTES)?,
+                file_bytes: fs::metadata(&self.path).ok().map(|m| m.len()),
+                oldest: at(timeline.first().map_err(|e| self.err(e))?),
+                newest: at(timeline.last().map_err(|e| self.err(e))?),
+            })
         })
     }
 
@@ -349,73 +390,74 @@ impl Store {
     /// every metadata record, but no bundle. For tests and `fsck`-like tooling.
     #[doc(hidden)]
     pub fn check_consistency(&self) -> Result<(), HistoryError> {
-        let txn = self.read()?;
-        let e = |e: redb::Error| HistoryError::from_redb(&self.path, e);
-        let timeline = txn.open_table(TIMELINE).map_err(|x| e(x.into()))?;
-        let captures = txn.open_table(CAPTURES).map_err(|x| e(x.into()))?;
-        let bundles = txn.open_table(BUNDLES).map_err(|x| e(x.into()))?;
-        let keys = txn.open_table(KEYS).map_err(|x| e(x.into()))?;
-        let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
-        let n = timeline.len().map_err(|x| e(x.into()))?;
-        for (name, len) in [
-            ("captures", captures.len().map_err(|x| e(x.into()))?),
-            ("keys", keys.len().map_err(|x| e(x.into()))?),
-        ] {
-            if len != n {
-                return Err(self.corrupted(format!("{n} indexed captures but {len} {name}")));
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let e = |e: redb::Error| HistoryError::from_redb(&self.path, e);
+            let timeline = txn.open_table(TIMELINE).map_err(|x| e(x.into()))?;
+            let captures = txn.open_table(CAPTURES).map_err(|x| e(x.into()))?;
+            let bundles = txn.open_table(BUNDLES).map_err(|x| e(x.into()))?;
+            let keys = txn.open_table(KEYS).map_err(|x| e(x.into()))?;
+            let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
+            let n = timeline.len().map_err(|x| e(x.into()))?;
+            for (name, len) in [
+                ("captures", captures.len().map_err(|x| e(x.into()))?),
+                ("keys", keys.len().map_err(|x| e(x.into()))?),
+            ] {
+                if len != n {
+                    return Err(self.corrupted(format!("{n} indexed captures but {len} {name}")));
+                }
             }
-        }
-        let (mut bundle_bytes, mut stored_bytes, mut with_bundle, mut max_id) =
-            (0u64, 0u64, 0u64, 0u64);
-        for entry in timeline.iter().map_err(|x| e(x.into()))? {
-            let (k, row) = entry.map_err(|x| e(x.into()))?;
-            let (t, id) = k.value();
-            let row = row.value();
-            max_id = max_id.max(id);
-            let Some(json) = captures.get(id).map_err(|x| e(x.into()))? else {
-                return Err(self.corrupted(format!("capture {id} has no record")));
+            let (mut bundle_bytes, mut stored_bytes, mut with_bundle, mut max_id) =
+                (0u64, 0u64, 0u64, 0u64);
+            for entry in timeline.iter().map_err(|x| e(x.into()))? {
+                let (k, row) = entry.map_err(|x| e(x.into()))?;
+                let (t, id) = k.value();
+                let row = row.value();
+                max_id = max_id.max(id);
+                let Some(json) = captures.get(id).map_err(|x| e(x.into()))? else {
+                    return Err(self.corrupted(format!("capture {id} has no record")));
+                };
+                let c = decode(id, json.value())?;
+                let expected = row_of(&c, row.7, row.8);
+                if ns(c.observed_at) != t || expected != row || len64(json.value().len()) != row.8 {
+                    return Err(self
+                        .corrupted(format!("capture {id}: index row disagrees with its record")));
+                }
+                let key = keys
+                    .get((row.2, row.3, row.4))
+                    .map_err(|x| e(x.into()))?
+                    .map(|v| v.value());
+                if key != Some(id) {
+                    return Err(self.corrupted(format!("capture {id}: key maps to {key:?}")));
+                }
+                let blen = bundles
+                    .get(id)
+                    .map_err(|x| e(x.into()))?
+                    .map(|b| len64(b.value().len()));
+                if blen.unwrap_or(0) != row.7 {
+                    return Err(self.corrupted(format!("capture {id}: bundle size disagrees")));
+                }
+                with_bundle += u64::from(blen.is_some());
+                bundle_bytes += row.7;
+                stored_bytes += row.7 + row.8;
+            }
+            if bundles.len().map_err(|x| e(x.into()))? != with_bundle {
+                return Err(self.corrupted("bundles without a capture".to_string()));
+            }
+            let get = |k: &str| -> Result<u64, HistoryError> {
+                Ok(meta
+                    .get(k)
+                    .map_err(|x| e(x.into()))?
+                    .map_or(0, |v| v.value()))
             };
-            let c = decode(id, json.value())?;
-            let expected = row_of(&c, row.7, row.8);
-            if ns(c.observed_at) != t || expected != row || len64(json.value().len()) != row.8 {
-                return Err(
-                    self.corrupted(format!("capture {id}: index row disagrees with its record"))
-                );
+            if get(K_BUNDLE_BYTES)? != bundle_bytes || get(K_STORED_BYTES)? != stored_bytes {
+                return Err(self.corrupted("byte counters disagree with the rows".to_string()));
             }
-            let key = keys
-                .get((row.2, row.3, row.4))
-                .map_err(|x| e(x.into()))?
-                .map(|v| v.value());
-            if key != Some(id) {
-                return Err(self.corrupted(format!("capture {id}: key maps to {key:?}")));
+            if get(K_NEXT_ID)? <= max_id {
+                return Err(self.corrupted("next id is not above every id".to_string()));
             }
-            let blen = bundles
-                .get(id)
-                .map_err(|x| e(x.into()))?
-                .map(|b| len64(b.value().len()));
-            if blen.unwrap_or(0) != row.7 {
-                return Err(self.corrupted(format!("capture {id}: bundle size disagrees")));
-            }
-            with_bundle += u64::from(blen.is_some());
-            bundle_bytes += row.7;
-            stored_bytes += row.7 + row.8;
-        }
-        if bundles.len().map_err(|x| e(x.into()))? != with_bundle {
-            return Err(self.corrupted("bundles without a capture".to_string()));
-        }
-        let get = |k: &str| -> Result<u64, HistoryError> {
-            Ok(meta
-                .get(k)
-                .map_err(|x| e(x.into()))?
-                .map_or(0, |v| v.value()))
-        };
-        if get(K_BUNDLE_BYTES)? != bundle_bytes || get(K_STORED_BYTES)? != stored_bytes {
-            return Err(self.corrupted("byte counters disagree with the rows".to_string()));
-        }
-        if get(K_NEXT_ID)? <= max_id {
-            return Err(self.corrupted("next id is not above every id".to_string()));
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     // ------------------------------------------------------------ internals
