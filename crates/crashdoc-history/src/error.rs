@@ -62,6 +62,10 @@ pub enum HistoryError {
         source: serde_json::Error,
     },
 
+    /// A bundle or diagnosis larger than [`crate::MAX_BLOB_BYTES`].
+    #[error("the capture's {what} of {bytes} bytes is too large to store (the limit is 4 GiB)")]
+    TooLarge { what: &'static str, bytes: u64 },
+
     /// A write on a store opened with [`crate::Store::open_read_only`].
     #[error("the history {path} was opened read-only")]
     ReadOnly { path: PathBuf },

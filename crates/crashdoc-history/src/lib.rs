@@ -46,14 +46,18 @@
 //!
 //! | table | key → value | role |
 //! | --- | --- | --- |
-//! | `crashdoc_history.meta` | `&str` → `u64` | `schema_version` ([`SCHEMA_VERSION`]), `next_id` (ids are never reused), `bundle_bytes`, `stored_bytes` |
-//! | `crashdoc_history.captures` | id → JSON bytes | the [`Capture`] without its bundle (the serde form) |
-//! | `crashdoc_history.bundles` | id → bytes | the bundle, absent for captures without one |
+//! | `crashdoc_history.meta` | `&str` → `u64` | `schema_version` ([`SCHEMA_VERSION`]), `next_id` (ids are never reused), counters `captures`, `bundle_bytes`, `stored_bytes` |
+//! | `crashdoc_history.captures` | id → JSON | the [`Capture`] without bundle and diagnosis (~0.5 KiB; its serde form) |
+//! | `crashdoc_history.blobs` | (id, part, seq) → bytes | the bundle (part 0) and the diagnosis JSON (part 1) in pieces of 4 000 bytes, each within one 4 KiB page (redb gives a larger value a page of the next power of two) |
 //! | `crashdoc_history.keys` | (pod_uid, container, restart_count) → id | dedup, [`Store::contains`], [`Store::seen_keys`] |
-//! | `crashdoc_history.timeline` | (observed_at ns, id) → row | row = (namespace, pod, pod_uid, container, restart_count, owner_kind, owner, bundle bytes, record bytes): [`Store::list`] scans it newest first and decodes only the records that match; [`Store::prune`] walks it oldest first and removes from every table without reading records or bundles |
+//! | `crashdoc_history.index` | (scope, value, observed_at ns, id) → row | each capture under scope *all* and under its namespace, pod name, pod UID and owner name; row = (namespace, pod, pod_uid, container, restart_count, owner_kind, owner, bundle bytes, stored bytes) |
 //!
-//! Every insert, batch and prune is one redb write transaction that updates
-//! all five tables, so they never disagree, even after a crash.
+//! [`Store::list`] scans, newest first, the index range of the most
+//! selective scope the query names, filters on the rows, and decodes only the
+//! records it returns. [`Store::prune`] walks scope *all* oldest first and
+//! removes a capture from every table using its row alone. Every insert,
+//! batch and prune is one redb write transaction over all tables, so they
+//! never disagree, even after a crash.
 //!
 //! # Processes
 //!
@@ -76,4 +80,4 @@ pub use error::HistoryError;
 pub use model::{
     Capture, CaptureKind, Inserted, PruneStats, Query, Record, Retention, Stats, TerminationKey,
 };
-pub use store::{SCHEMA_VERSION, Store};
+pub use store::{MAX_BLOB_BYTES, SCHEMA_VERSION, Store};

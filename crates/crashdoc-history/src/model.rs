@@ -166,6 +166,9 @@ pub struct Query {
     pub until: Option<Timestamp>,
     /// At most this many records (the newest ones).
     pub limit: Option<usize>,
+    /// Also load each record's `diagnosis_json` (a few KiB each; left out by
+    /// default, since a listing shows the summary fields).
+    pub with_diagnosis: bool,
 }
 
 /// What [`crate::Store::prune`] removed.

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use redb::{
-    Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadTransaction,
-    ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, TableDefinition, TableHandle,
+    Builder, ConcurrencyMode, Database, DatabaseError, ReadOnlyDatabase, ReadOnlyTable,
+    ReadTransaction, ReadableDatabase, ReadableTable, Table, TableDefinition, TableHandle,
     WriteTransaction,
 };
 
@@ -22,25 +22,46 @@ use crate::model::{
 /// another version is refused with [`HistoryError::SchemaVersion`].
 pub const SCHEMA_VERSION: u64 = 1;
 
+/// Largest bundle or diagnosis stored (4 GiB).
+pub const MAX_BLOB_BYTES: u64 = 1 << 32;
+
 /// Page cache of one open store. redb's default (1 GiB) is meant for a
 /// database server; a watcher mostly appends, and `crashdoc history` reads
-/// the small index rows.
+/// the small index rows and records.
 const CACHE_BYTES: usize = 64 << 20;
 
-/// `&str` → `u64`: `schema_version`, `next_id`, `bundle_bytes`, `stored_bytes`.
-pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("crashdoc_history.meta");
-/// id → JSON of the [`Capture`] without its bundle.
+/// Bundles and diagnoses are stored in pieces of at most this many bytes.
+/// redb gives a value larger than a 4 KiB page a page of the next power of
+/// two, so a 70 KiB bundle stored whole takes 128 KiB, and a 4.1 KiB
+/// diagnosis 8 KiB; in pieces that fit one 4 KiB page, pages hold ~90% data.
+const CHUNK: usize = 4000;
+
+/// `&str` → `u64`: `schema_version`, `next_id`, `captures`, `bundle_bytes`, `stored_bytes`.
+const META: TableDefinition<&str, u64> = TableDefinition::new("crashdoc_history.meta");
+/// id → JSON of the [`Capture`] without its bundle and diagnosis.
 const CAPTURES: TableDefinition<u64, &[u8]> = TableDefinition::new("crashdoc_history.captures");
-/// id → bundle bytes (absent when the capture has none).
-const BUNDLES: TableDefinition<u64, &[u8]> = TableDefinition::new("crashdoc_history.bundles");
+/// (id, part, seq) → piece of the bundle (part 0) or of the diagnosis JSON (part 1).
+const BLOBS: TableDefinition<(u64, u8, u32), &[u8]> =
+    TableDefinition::new("crashdoc_history.blobs");
 /// (pod_uid, container, restart_count) → id.
 const KEYS: TableDefinition<(&str, &str, i32), u64> = TableDefinition::new("crashdoc_history.keys");
-/// (observed_at in ns, id) → the row that `list` filters on and `prune` removes by.
-const TIMELINE: TableDefinition<(i128, u64), Row> =
-    TableDefinition::new("crashdoc_history.timeline");
+/// (scope, scope value, observed_at in ns, id) → row. Every capture is in
+/// scope ALL (value "") and in the scopes of its namespace, pod name, pod UID
+/// and owner name.
+const INDEX: TableDefinition<(u8, &str, i128, u64), Row> =
+    TableDefinition::new("crashdoc_history.index");
+
+const PART_BUNDLE: u8 = 0;
+const PART_DIAGNOSIS: u8 = 1;
+
+const SCOPE_ALL: u8 = 0;
+const SCOPE_NAMESPACE: u8 = 1;
+const SCOPE_POD: u8 = 2;
+const SCOPE_POD_UID: u8 = 3;
+const SCOPE_OWNER: u8 = 4;
 
 /// (namespace, pod, pod_uid, container, restart_count, owner_kind or "",
-/// owner or "", bundle bytes, metadata record bytes).
+/// owner or "", bundle bytes, stored bytes of the whole capture).
 type Row = (
     &'static str,
     &'static str,
@@ -66,6 +87,7 @@ type RowRef<'a> = (
 
 const K_SCHEMA: &str = "schema_version";
 const K_NEXT_ID: &str = "next_id";
+const K_CAPTURES: &str = "captures";
 const K_BUNDLE_BYTES: &str = "bundle_bytes";
 const K_STORED_BYTES: &str = "stored_bytes";
 
@@ -198,7 +220,6 @@ impl Store {
             let meta = txn.open_table(META).map_err(|e| store.err(e))?;
             let version = meta.get(K_SCHEMA).map_err(|e| store.err(e))?;
             store.check_version(version.map(|v| v.value()))?;
-            drop(meta);
             Ok(store)
         })
     }
@@ -246,9 +267,7 @@ impl Store {
         guard(&self.path, || {
             let txn = self.read()?;
             let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
-            let mut out = HashSet::with_capacity(
-                usize::try_from(keys.len().map_err(|e| self.err(e))?).unwrap_or(0),
-            );
+            let mut out = HashSet::new();
             for entry in keys.iter().map_err(|e| self.err(e))? {
                 let (k, _) = entry.map_err(|e| self.err(e))?;
                 let (uid, container, restart_count) = k.value();
@@ -259,44 +278,60 @@ impl Store {
     }
 
     /// The captures that match every filter of `q`, newest first (by
-    /// `observed_at`, then id), without their bundles.
+    /// `observed_at`, then id), without their bundles, and without
+    /// `diagnosis_json` unless [`Query::with_diagnosis`] is set.
     ///
-    /// Cost: a scan of the compact index rows observed within
-    /// `q.since..q.until` (stopping once `q.limit` rows match), then one
+    /// Cost: a scan of the index rows of the most selective scope the query
+    /// names (pod UID, pod, owner, namespace, else all) within
+    /// `q.since..q.until`, stopping once `q.limit` rows match; then one small
     /// metadata record decoded per result.
     pub fn list(&self, q: &Query) -> Result<Vec<Record>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
-            let timeline = txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
-            let lower = match q.since {
-                Some(t) => Bound::Included((ns(t), 0u64)),
-                None => Bound::Unbounded,
+            let index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
+            let (scope, value) = if let Some(uid) = &q.pod_uid {
+                (SCOPE_POD_UID, uid.as_str())
+            } else if let Some(pod) = &q.pod {
+                (SCOPE_POD, pod.as_str())
+            } else if let Some(owner) = &q.owner {
+                (SCOPE_OWNER, owner.as_str())
+            } else if let Some(namespace) = &q.namespace {
+                (SCOPE_NAMESPACE, namespace.as_str())
+            } else {
+                (SCOPE_ALL, "")
             };
+            let since = q.since.map_or(i128::MIN, ns);
+            let lower = Bound::Included((scope, value, since, 0u64));
             let upper = match q.until {
-                // Ids start at 1, so (until, 0) excludes every capture observed at `until`.
-                Some(t) => Bound::Excluded((ns(t), 0u64)),
-                None => Bound::Unbounded,
+                // Ids start at 1, so this excludes every capture observed at `until`.
+                Some(t) => Bound::Excluded((scope, value, ns(t), 0u64)),
+                None => Bound::Included((scope, value, i128::MAX, u64::MAX)),
             };
             let limit = q.limit.unwrap_or(usize::MAX);
             let mut hits: Vec<(u64, u64)> = Vec::new();
-            if limit > 0 {
-                for entry in timeline
-                    .range::<(i128, u64)>((lower, upper))
+            if limit > 0 && since < q.until.map_or(i128::MAX, ns) {
+                for entry in index
+                    .range::<(u8, &str, i128, u64)>((lower, upper))
                     .map_err(|e| self.err(e))?
                     .rev()
                 {
                     let (k, row) = entry.map_err(|e| self.err(e))?;
                     let row = row.value();
                     if matches(q, &row) {
-                        hits.push((k.value().1, row.7));
+                        hits.push((k.value().3, row.7));
                         if hits.len() >= limit {
                             break;
                         }
                     }
                 }
             }
-            drop(timeline);
+            drop(index);
             let captures = txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
+            let blobs = if q.with_diagnosis {
+                Some(txn.open_table(BLOBS).map_err(|e| self.err(e))?)
+            } else {
+                None
+            };
             let mut out = Vec::with_capacity(hits.len());
             for (id, bundle_len) in hits {
                 let Some(json) = captures.get(id).map_err(|e| self.err(e))? else {
@@ -304,9 +339,13 @@ impl Store {
                         self.corrupted(format!("capture {id} is indexed but has no record"))
                     );
                 };
+                let mut capture = decode(id, json.value())?;
+                if let Some(blobs) = &blobs {
+                    capture.diagnosis_json = self.diagnosis(blobs, id)?;
+                }
                 out.push(Record {
                     id,
-                    capture: decode(id, json.value())?,
+                    capture,
                     bundle_len,
                 });
             }
@@ -314,7 +353,7 @@ impl Store {
         })
     }
 
-    /// One capture, with its bundle.
+    /// One capture, with its diagnosis and bundle.
     pub fn get(&self, id: u64) -> Result<Option<Record>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
@@ -323,12 +362,9 @@ impl Store {
                 return Ok(None);
             };
             let mut capture = decode(id, json.value())?;
-            drop(json);
-            let bundles = txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
-            capture.bundle = bundles
-                .get(id)
-                .map_err(|e| self.err(e))?
-                .map(|b| b.value().to_vec());
+            let blobs = txn.open_table(BLOBS).map_err(|e| self.err(e))?;
+            capture.diagnosis_json = self.diagnosis(&blobs, id)?;
+            capture.bundle = read_blob(&blobs, id, PART_BUNDLE).map_err(|e| self.err(e))?;
             let bundle_len = capture.bundle.as_ref().map_or(0, |b| len64(b.len()));
             Ok(Some(Record {
                 id,
@@ -343,9 +379,8 @@ impl Store {
     pub fn bundle(&self, id: u64) -> Result<Option<Vec<u8>>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
-            let bundles = txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
-            let bundle = bundles.get(id).map_err(|e| self.err(e))?;
-            Ok(bundle.map(|b| b.value().to_vec()))
+            let blobs = txn.open_table(BLOBS).map_err(|e| self.err(e))?;
+            read_blob(&blobs, id, PART_BUNDLE).map_err(|e| self.err(e))
         })
     }
 
@@ -353,10 +388,8 @@ impl Store {
     /// limit of `r` holds, in one transaction that keeps all tables
     /// consistent. `now` anchors [`Retention::max_age`].
     pub fn prune(&self, r: &Retention, now: Timestamp) -> Result<PruneStats, HistoryError> {
-        guard(&self.path, || {
-            let cutoff = r.max_age.map(|age| ns(now) - age.as_nanos().max(0));
-            self.write(|w| w.prune(r, cutoff))
-        })
+        let cutoff = r.max_age.map(|age| ns(now) - age.as_nanos().max(0));
+        guard(&self.path, || self.write(|w| w.prune(r, cutoff)))
     }
 
     /// Counts, sizes and time span of the history.
@@ -364,100 +397,136 @@ impl Store {
         guard(&self.path, || {
             let txn = self.read()?;
             let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let timeline = txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
+            let index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
             let counter = |k: &str| -> Result<u64, HistoryError> {
                 Ok(meta
                     .get(k)
                     .map_err(|e| self.err(e))?
                     .map_or(0, |v| v.value()))
             };
-            let at = |key: Option<(redb::AccessGuard<'_, (i128, u64)>, _)>| {
-                key.and_then(|(k, _)| Timestamp::from_nanosecond(k.value().0).ok())
+            let mut all = index
+                .range::<(u8, &str, i128, u64)>(
+                    (SCOPE_ALL, "", i128::MIN, 0)..=(SCOPE_ALL, "", i128::MAX, u64::MAX),
+                )
+                .map_err(|e| self.err(e))?;
+            let mut at = |back: bool| -> Result<Option<Timestamp>, HistoryError> {
+                let entry = if back { all.next_back() } else { all.next() };
+                Ok(match entry {
+                    Some(entry) => {
+                        let (k, _) = entry.map_err(|e| self.err(e))?;
+                        Timestamp::from_nanosecond(k.value().2).ok()
+                    }
+                    None => None,
+                })
             };
+            let oldest = at(false)?;
+            // With one capture, the front took it and the back finds none.
+            let newest = at(true)?.or(oldest);
             Ok(Stats {
-                captures: timeline.len().map_err(|e| self.err(e))?,
+                captures: counter(K_CAPTURES)?,
                 bundle_bytes: counter(K_BUNDLE_BYTES)?,
                 stored_bytes: counter(K_STORED_BYTES)?,
                 file_bytes: fs::metadata(&self.path).ok().map(|m| m.len()),
-                oldest: at(timeline.first().map_err(|e| self.err(e))?),
-                newest: at(timeline.last().map_err(|e| self.err(e))?),
+                oldest,
+                newest,
             })
         })
     }
 
     /// Checks that every table agrees with the others (each indexed capture
-    /// has its record, key and bundle; the counters match the rows). Reads
-    /// every metadata record, but no bundle. For tests and `fsck`-like tooling.
+    /// has its record, key, scope entries and pieces; the counters match).
+    /// Reads every record, and every piece's length. For tests and
+    /// `fsck`-like tooling.
     #[doc(hidden)]
     pub fn check_consistency(&self) -> Result<(), HistoryError> {
-        guard(&self.path, || {
-            let txn = self.read()?;
-            let e = |e: redb::Error| HistoryError::from_redb(&self.path, e);
-            let timeline = txn.open_table(TIMELINE).map_err(|x| e(x.into()))?;
-            let captures = txn.open_table(CAPTURES).map_err(|x| e(x.into()))?;
-            let bundles = txn.open_table(BUNDLES).map_err(|x| e(x.into()))?;
-            let keys = txn.open_table(KEYS).map_err(|x| e(x.into()))?;
-            let meta = txn.open_table(META).map_err(|x| e(x.into()))?;
-            let n = timeline.len().map_err(|x| e(x.into()))?;
-            for (name, len) in [
-                ("captures", captures.len().map_err(|x| e(x.into()))?),
-                ("keys", keys.len().map_err(|x| e(x.into()))?),
-            ] {
-                if len != n {
-                    return Err(self.corrupted(format!("{n} indexed captures but {len} {name}")));
-                }
-            }
-            let (mut bundle_bytes, mut stored_bytes, mut with_bundle, mut max_id) =
-                (0u64, 0u64, 0u64, 0u64);
-            for entry in timeline.iter().map_err(|x| e(x.into()))? {
-                let (k, row) = entry.map_err(|x| e(x.into()))?;
-                let (t, id) = k.value();
-                let row = row.value();
-                max_id = max_id.max(id);
-                let Some(json) = captures.get(id).map_err(|x| e(x.into()))? else {
-                    return Err(self.corrupted(format!("capture {id} has no record")));
-                };
-                let c = decode(id, json.value())?;
-                let expected = row_of(&c, row.7, row.8);
-                if ns(c.observed_at) != t || expected != row || len64(json.value().len()) != row.8 {
-                    return Err(self
-                        .corrupted(format!("capture {id}: index row disagrees with its record")));
-                }
-                let key = keys
-                    .get((row.2, row.3, row.4))
-                    .map_err(|x| e(x.into()))?
-                    .map(|v| v.value());
-                if key != Some(id) {
-                    return Err(self.corrupted(format!("capture {id}: key maps to {key:?}")));
-                }
-                let blen = bundles
-                    .get(id)
-                    .map_err(|x| e(x.into()))?
-                    .map(|b| len64(b.value().len()));
-                if blen.unwrap_or(0) != row.7 {
-                    return Err(self.corrupted(format!("capture {id}: bundle size disagrees")));
-                }
-                with_bundle += u64::from(blen.is_some());
-                bundle_bytes += row.7;
-                stored_bytes += row.7 + row.8;
-            }
-            if bundles.len().map_err(|x| e(x.into()))? != with_bundle {
-                return Err(self.corrupted("bundles without a capture".to_string()));
-            }
-            let get = |k: &str| -> Result<u64, HistoryError> {
-                Ok(meta
-                    .get(k)
-                    .map_err(|x| e(x.into()))?
-                    .map_or(0, |v| v.value()))
+        guard(&self.path, || self.check_consistency_inner())
+    }
+
+    fn check_consistency_inner(&self) -> Result<(), HistoryError> {
+        use redb::ReadableTableMetadata;
+        let txn = self.read()?;
+        let e = |x: redb::StorageError| self.err(x);
+        let index = txn.open_table(INDEX).map_err(|x| self.err(x))?;
+        let captures = txn.open_table(CAPTURES).map_err(|x| self.err(x))?;
+        let blobs = txn.open_table(BLOBS).map_err(|x| self.err(x))?;
+        let keys = txn.open_table(KEYS).map_err(|x| self.err(x))?;
+        let meta = txn.open_table(META).map_err(|x| self.err(x))?;
+
+        let (mut n, mut entries, mut pieces) = (0u64, 0u64, 0u64);
+        let (mut bundle_bytes, mut stored_bytes, mut max_id) = (0u64, 0u64, 0u64);
+        let all = index
+            .range::<(u8, &str, i128, u64)>(
+                (SCOPE_ALL, "", i128::MIN, 0)..=(SCOPE_ALL, "", i128::MAX, u64::MAX),
+            )
+            .map_err(e)?;
+        for entry in all {
+            let (k, row) = entry.map_err(e)?;
+            let (_, _, t, id) = k.value();
+            let row = row.value();
+            n += 1;
+            max_id = max_id.max(id);
+            let Some(json) = captures.get(id).map_err(e)? else {
+                return Err(self.corrupted(format!("capture {id} has no record")));
             };
-            if get(K_BUNDLE_BYTES)? != bundle_bytes || get(K_STORED_BYTES)? != stored_bytes {
-                return Err(self.corrupted("byte counters disagree with the rows".to_string()));
+            let c = decode(id, json.value())?;
+            let mut lens = [0u64; 2];
+            for (part, len) in lens.iter_mut().enumerate() {
+                let part = u8::try_from(part).unwrap_or(u8::MAX);
+                for piece in blobs
+                    .range::<(u64, u8, u32)>((id, part, 0)..=(id, part, u32::MAX))
+                    .map_err(e)?
+                {
+                    let (_, v) = piece.map_err(e)?;
+                    *len += len64(v.value().len());
+                    pieces += 1;
+                }
             }
-            if get(K_NEXT_ID)? <= max_id {
-                return Err(self.corrupted("next id is not above every id".to_string()));
+            let stored = len64(json.value().len()) + lens[0] + lens[1];
+            if ns(c.observed_at) != t || row_of(&c, lens[0], stored) != row {
+                return Err(
+                    self.corrupted(format!("capture {id}: index row disagrees with its record"))
+                );
             }
-            Ok(())
-        })
+            for (scope, value) in scopes(&row) {
+                let other = index.get((scope, value, t, id)).map_err(e)?;
+                if other.map(|o| o.value() == row) != Some(true) {
+                    return Err(self.corrupted(format!("capture {id}: scope {scope} entry")));
+                }
+                entries += 1;
+            }
+            let key = keys
+                .get((row.2, row.3, row.4))
+                .map_err(e)?
+                .map(|v| v.value());
+            if key != Some(id) {
+                return Err(self.corrupted(format!("capture {id}: key maps to {key:?}")));
+            }
+            bundle_bytes += row.7;
+            stored_bytes += row.8;
+        }
+        for (name, expected, len) in [
+            ("records", n, captures.len().map_err(e)?),
+            ("keys", n, keys.len().map_err(e)?),
+            ("index entries", entries, index.len().map_err(e)?),
+            ("pieces", pieces, blobs.len().map_err(e)?),
+        ] {
+            if len != expected {
+                return Err(self.corrupted(format!("{len} {name}, expected {expected}")));
+            }
+        }
+        let get = |k: &str| -> Result<u64, HistoryError> {
+            Ok(meta.get(k).map_err(e)?.map_or(0, |v| v.value()))
+        };
+        if get(K_CAPTURES)? != n
+            || get(K_BUNDLE_BYTES)? != bundle_bytes
+            || get(K_STORED_BYTES)? != stored_bytes
+        {
+            return Err(self.corrupted("counters disagree with the rows".to_string()));
+        }
+        if get(K_NEXT_ID)? <= max_id {
+            return Err(self.corrupted("next id is not above every id".to_string()));
+        }
+        Ok(())
     }
 
     // ------------------------------------------------------------ internals
@@ -479,6 +548,19 @@ impl Store {
             Db::Read(db) => db.begin_read(),
         }
         .map_err(|e| self.err(e))
+    }
+
+    fn diagnosis(
+        &self,
+        blobs: &ReadOnlyTable<(u64, u8, u32), &[u8]>,
+        id: u64,
+    ) -> Result<Option<String>, HistoryError> {
+        match read_blob(blobs, id, PART_DIAGNOSIS).map_err(|e| self.err(e))? {
+            None => Ok(None),
+            Some(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| self.corrupted(format!("capture {id}: diagnosis is not UTF-8"))),
+        }
     }
 
     fn check_version(&self, found: Option<u64>) -> Result<(), HistoryError> {
@@ -505,9 +587,10 @@ impl Store {
             });
         };
         let txn = db.begin_write().map_err(|e| self.err(e))?;
-        let mut tables = txn.list_tables().map_err(|e| self.err(e))?;
-        let has_meta = tables.any(|t| t.name() == META.name());
-        drop(tables);
+        let has_meta = txn
+            .list_tables()
+            .map_err(|e| self.err(e))?
+            .any(|t| t.name() == META.name());
         if has_meta {
             let meta = txn.open_table(META).map_err(|e| self.err(e))?;
             let version = meta
@@ -531,15 +614,16 @@ impl Store {
             for (k, v) in [
                 (K_SCHEMA, SCHEMA_VERSION),
                 (K_NEXT_ID, 1),
+                (K_CAPTURES, 0),
                 (K_BUNDLE_BYTES, 0),
                 (K_STORED_BYTES, 0),
             ] {
                 meta.insert(k, v).map_err(|e| self.err(e))?;
             }
             txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
-            txn.open_table(BUNDLES).map_err(|e| self.err(e))?;
+            txn.open_table(BLOBS).map_err(|e| self.err(e))?;
             txn.open_table(KEYS).map_err(|e| self.err(e))?;
-            txn.open_table(TIMELINE).map_err(|e| self.err(e))?;
+            txn.open_table(INDEX).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
     }
@@ -556,13 +640,20 @@ impl Store {
             });
         };
         let txn = db.begin_write().map_err(|e| self.err(e))?;
-        let out = {
+        let (out, dirty) = {
             let mut w = Writer::open(&txn, &self.path)?;
             let out = f(&mut w)?;
-            w.save()?;
-            out
+            if w.dirty {
+                w.save()?;
+            }
+            (out, w.dirty)
         };
-        txn.commit().map_err(|e| self.err(e))?;
+        if dirty {
+            txn.commit().map_err(|e| self.err(e))?;
+        } else {
+            // Only duplicates, or nothing to prune: no disk sync.
+            txn.abort().map_err(|e| self.err(e))?;
+        }
         Ok(out)
     }
 }
@@ -583,7 +674,46 @@ fn decode(id: u64, json: &[u8]) -> Result<Capture, HistoryError> {
     })
 }
 
-fn row_of(c: &Capture, bundle_len: u64, meta_len: u64) -> RowRef<'_> {
+/// The capture as its JSON record stores it: without bundle and diagnosis.
+fn record_of(c: &Capture) -> Capture {
+    Capture {
+        key: c.key.clone(),
+        namespace: c.namespace.clone(),
+        pod: c.pod.clone(),
+        owner_kind: c.owner_kind.clone(),
+        owner: c.owner.clone(),
+        node: c.node.clone(),
+        finished_at: c.finished_at,
+        observed_at: c.observed_at,
+        reason: c.reason.clone(),
+        exit_code: c.exit_code,
+        signal: c.signal,
+        cause: c.cause.clone(),
+        confidence: c.confidence.clone(),
+        summary: c.summary.clone(),
+        diagnosis_json: None,
+        kind: c.kind,
+        missing: c.missing.clone(),
+        bundle: None,
+    }
+}
+
+/// The pieces of one part of a capture, joined; `None` when there are none.
+fn read_blob(
+    blobs: &impl ReadableTable<(u64, u8, u32), &'static [u8]>,
+    id: u64,
+    part: u8,
+) -> Result<Option<Vec<u8>>, redb::StorageError> {
+    let mut out: Option<Vec<u8>> = None;
+    for piece in blobs.range::<(u64, u8, u32)>((id, part, 0)..=(id, part, u32::MAX))? {
+        let (_, v) = piece?;
+        out.get_or_insert_with(Vec::new)
+            .extend_from_slice(v.value());
+    }
+    Ok(out)
+}
+
+fn row_of(c: &Capture, bundle_len: u64, stored: u64) -> RowRef<'_> {
     (
         c.namespace.as_str(),
         c.pod.as_str(),
@@ -593,8 +723,22 @@ fn row_of(c: &Capture, bundle_len: u64, meta_len: u64) -> RowRef<'_> {
         c.owner_kind.as_deref().unwrap_or(""),
         c.owner.as_deref().unwrap_or(""),
         bundle_len,
-        meta_len,
+        stored,
     )
+}
+
+/// The index scopes a row is listed under.
+fn scopes<'a>(row: &RowRef<'a>) -> impl Iterator<Item = (u8, &'a str)> {
+    let (namespace, pod, uid, _, _, _, owner, _, _) = *row;
+    [
+        Some((SCOPE_ALL, "")),
+        Some((SCOPE_NAMESPACE, namespace)),
+        Some((SCOPE_POD, pod)),
+        Some((SCOPE_POD_UID, uid)),
+        (!owner.is_empty()).then_some((SCOPE_OWNER, owner)),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The query's field filters (its time bounds are the scan's range).
@@ -616,12 +760,15 @@ struct Writer<'t> {
     path: &'t Path,
     meta: Table<'t, &'static str, u64>,
     captures: Table<'t, u64, &'static [u8]>,
-    bundles: Table<'t, u64, &'static [u8]>,
+    blobs: Table<'t, (u64, u8, u32), &'static [u8]>,
     keys: Table<'t, (&'static str, &'static str, i32), u64>,
-    timeline: Table<'t, (i128, u64), Row>,
+    index: Table<'t, (u8, &'static str, i128, u64), Row>,
     next_id: u64,
+    captures_count: u64,
     bundle_bytes: u64,
     stored_bytes: u64,
+    /// Whether anything was written.
+    dirty: bool,
 }
 
 impl<'t> Writer<'t> {
@@ -634,136 +781,163 @@ impl<'t> Writer<'t> {
                 .map_err(|x| HistoryError::from_redb(path, x))?
                 .map_or(0, |v| v.value()))
         };
-        let (next_id, bundle_bytes, stored_bytes) = (
-            get(K_NEXT_ID)?.max(1),
-            get(K_BUNDLE_BYTES)?,
-            get(K_STORED_BYTES)?,
-        );
+        let next_id = get(K_NEXT_ID)?.max(1);
+        let captures_count = get(K_CAPTURES)?;
+        let bundle_bytes = get(K_BUNDLE_BYTES)?;
+        let stored_bytes = get(K_STORED_BYTES)?;
         Ok(Writer {
             path,
             captures: txn.open_table(CAPTURES).map_err(e)?,
-            bundles: txn.open_table(BUNDLES).map_err(e)?,
+            blobs: txn.open_table(BLOBS).map_err(e)?,
             keys: txn.open_table(KEYS).map_err(e)?,
-            timeline: txn.open_table(TIMELINE).map_err(e)?,
+            index: txn.open_table(INDEX).map_err(e)?,
             meta,
             next_id,
+            captures_count,
             bundle_bytes,
             stored_bytes,
+            dirty: false,
         })
     }
 
     fn insert(&mut self, c: &Capture) -> Result<Inserted, HistoryError> {
+        let path = self.path;
+        let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
         let key = (
             c.key.pod_uid.as_str(),
             c.key.container.as_str(),
             c.key.restart_count,
         );
-        if let Some(id) = self
-            .keys
-            .get(key)
-            .map_err(|e| HistoryError::from_redb(self.path, e))?
-        {
+        if let Some(id) = self.keys.get(key).map_err(err)? {
             return Ok(Inserted::Duplicate(id.value()));
+        }
+        let bundle = c.bundle.as_deref();
+        let diagnosis = c.diagnosis_json.as_deref().map(str::as_bytes);
+        for (what, blob) in [("bundle", bundle), ("diagnosis", diagnosis)] {
+            let bytes = blob.map_or(0, |b| len64(b.len()));
+            if bytes > MAX_BLOB_BYTES {
+                return Err(HistoryError::TooLarge { what, bytes });
+            }
         }
         let id = self.next_id;
         self.next_id = id.checked_add(1).ok_or_else(|| HistoryError::Corrupted {
-            path: self.path.to_path_buf(),
+            path: path.to_path_buf(),
             detail: "capture ids are exhausted".to_string(),
         })?;
-        let json =
-            serde_json::to_vec(c).map_err(|source| HistoryError::Encoding { id: None, source })?;
-        let bundle_len = c.bundle.as_ref().map_or(0, |b| len64(b.len()));
-        let meta_len = len64(json.len());
-        self.captures
-            .insert(id, json.as_slice())
-            .map_err(|e| HistoryError::from_redb(self.path, e))?;
-        if let Some(bundle) = &c.bundle {
-            self.bundles
-                .insert(id, bundle.as_slice())
-                .map_err(|e| HistoryError::from_redb(self.path, e))?;
+        let json = serde_json::to_vec(&record_of(c))
+            .map_err(|source| HistoryError::Encoding { id: None, source })?;
+        self.dirty = true;
+        self.captures.insert(id, json.as_slice()).map_err(err)?;
+        for (part, blob) in [(PART_BUNDLE, bundle), (PART_DIAGNOSIS, diagnosis)] {
+            let Some(blob) = blob else { continue };
+            if blob.is_empty() {
+                // An empty bundle is still a bundle.
+                self.blobs.insert((id, part, 0), &[][..]).map_err(err)?;
+            }
+            for (seq, piece) in (0u32..).zip(blob.chunks(CHUNK)) {
+                self.blobs.insert((id, part, seq), piece).map_err(err)?;
+            }
         }
-        self.keys
-            .insert(key, id)
-            .map_err(|e| HistoryError::from_redb(self.path, e))?;
-        self.timeline
-            .insert((ns(c.observed_at), id), row_of(c, bundle_len, meta_len))
-            .map_err(|e| HistoryError::from_redb(self.path, e))?;
+        let bundle_len = bundle.map_or(0, |b| len64(b.len()));
+        let stored = len64(json.len()) + bundle_len + diagnosis.map_or(0, |d| len64(d.len()));
+        let row = row_of(c, bundle_len, stored);
+        let at = ns(c.observed_at);
+        for (scope, value) in scopes(&row) {
+            self.index
+                .insert((scope, value, at, id), row)
+                .map_err(err)?;
+        }
+        self.keys.insert(key, id).map_err(err)?;
+        self.captures_count += 1;
         self.bundle_bytes = self.bundle_bytes.saturating_add(bundle_len);
-        self.stored_bytes = self
-            .stored_bytes
-            .saturating_add(bundle_len.saturating_add(meta_len));
+        self.stored_bytes = self.stored_bytes.saturating_add(stored);
         Ok(Inserted::New(id))
     }
 
     fn prune(&mut self, r: &Retention, cutoff: Option<i128>) -> Result<PruneStats, HistoryError> {
+        let path = self.path;
+        let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
+        /// What is needed to remove a capture from every table.
         struct Victim {
             at: i128,
             id: u64,
+            namespace: String,
+            pod: String,
             uid: String,
             container: String,
             restart_count: i32,
+            owner: String,
             bundle_len: u64,
-            bytes: u64,
+            stored: u64,
         }
-        let mut remaining = self
-            .timeline
-            .len()
-            .map_err(|e| HistoryError::from_redb(self.path, e))?;
+        let mut remaining = self.captures_count;
         let mut stored = self.stored_bytes;
         let mut victims = Vec::new();
-        for entry in self
-            .timeline
-            .iter()
-            .map_err(|e| HistoryError::from_redb(self.path, e))?
-        {
-            let (k, row) = entry.map_err(|e| HistoryError::from_redb(self.path, e))?;
-            let (at, id) = k.value();
+        let all = self
+            .index
+            .range::<(u8, &str, i128, u64)>(
+                (SCOPE_ALL, "", i128::MIN, 0)..=(SCOPE_ALL, "", i128::MAX, u64::MAX),
+            )
+            .map_err(err)?;
+        for entry in all {
+            let (k, row) = entry.map_err(err)?;
+            let (_, _, at, id) = k.value();
             let too_old = cutoff.is_some_and(|c| at < c);
             let too_many = r.max_captures.is_some_and(|m| remaining > m);
             let too_big = r.max_bytes.is_some_and(|m| stored > m);
             if !(too_old || too_many || too_big) {
                 break;
             }
-            let (_, _, uid, container, restart_count, _, _, bundle_len, meta_len) = row.value();
-            let bytes = bundle_len.saturating_add(meta_len);
+            let (namespace, pod, uid, container, restart_count, _, owner, bundle_len, bytes) =
+                row.value();
             victims.push(Victim {
                 at,
                 id,
+                namespace: namespace.to_string(),
+                pod: pod.to_string(),
                 uid: uid.to_string(),
                 container: container.to_string(),
                 restart_count,
+                owner: owner.to_string(),
                 bundle_len,
-                bytes,
+                stored: bytes,
             });
-            remaining -= 1;
+            remaining = remaining.saturating_sub(1);
             stored = stored.saturating_sub(bytes);
         }
         let mut stats = PruneStats::default();
+        self.dirty |= !victims.is_empty();
         for v in victims {
-            self.timeline
-                .remove((v.at, v.id))
-                .map_err(|e| HistoryError::from_redb(self.path, e))?;
-            self.captures
-                .remove(v.id)
-                .map_err(|e| HistoryError::from_redb(self.path, e))?;
-            self.bundles
-                .remove(v.id)
-                .map_err(|e| HistoryError::from_redb(self.path, e))?;
-            let key = (v.uid.as_str(), v.container.as_str(), v.restart_count);
-            let owner = self
-                .keys
-                .get(key)
-                .map_err(|e| HistoryError::from_redb(self.path, e))?
-                .map(|g| g.value());
-            if owner == Some(v.id) {
-                self.keys
-                    .remove(key)
-                    .map_err(|e| HistoryError::from_redb(self.path, e))?;
+            let row: RowRef<'_> = (
+                &v.namespace,
+                &v.pod,
+                &v.uid,
+                &v.container,
+                v.restart_count,
+                "",
+                &v.owner,
+                v.bundle_len,
+                v.stored,
+            );
+            for (scope, value) in scopes(&row) {
+                self.index.remove((scope, value, v.at, v.id)).map_err(err)?;
             }
+            self.captures.remove(v.id).map_err(err)?;
+            self.blobs
+                .retain_in::<(u64, u8, u32), _>((v.id, 0, 0)..=(v.id, u8::MAX, u32::MAX), |_, _| {
+                    false
+                })
+                .map_err(err)?;
+            let key = (v.uid.as_str(), v.container.as_str(), v.restart_count);
+            let owner = self.keys.get(key).map_err(err)?.map(|g| g.value());
+            if owner == Some(v.id) {
+                self.keys.remove(key).map_err(err)?;
+            }
+            self.captures_count = self.captures_count.saturating_sub(1);
             self.bundle_bytes = self.bundle_bytes.saturating_sub(v.bundle_len);
-            self.stored_bytes = self.stored_bytes.saturating_sub(v.bytes);
+            self.stored_bytes = self.stored_bytes.saturating_sub(v.stored);
             stats.removed += 1;
-            stats.bytes_freed += v.bytes;
+            stats.bytes_freed += v.stored;
         }
         Ok(stats)
     }
@@ -772,6 +946,7 @@ impl<'t> Writer<'t> {
     fn save(&mut self) -> Result<(), HistoryError> {
         for (k, v) in [
             (K_NEXT_ID, self.next_id),
+            (K_CAPTURES, self.captures_count),
             (K_BUNDLE_BYTES, self.bundle_bytes),
             (K_STORED_BYTES, self.stored_bytes),
         ] {

@@ -137,8 +137,12 @@ fn filter_fixture(store: &Store) {
     ];
     let mut job = capture("shop", "batch-1", Some("nightly"), "app", 0, 70, 10); // 7
     job.owner_kind = Some("CronJob".into());
+    // The same pod and workload names in another namespace.
+    let mut staging = capture("staging", "web-1", Some("web"), "app", 1, 80, 10); // 8
+    staging.key.pod_uid = "staging-web-1-uid".into();
     store.insert_batch(&cs).unwrap();
     store.insert(&job).unwrap();
+    store.insert(&staging).unwrap();
 }
 
 #[test]
@@ -151,18 +155,53 @@ fn filters_are_anded() {
         f(&mut q);
         ids(&store.list(&q).unwrap())
     };
-    assert_eq!(q(|_| {}), vec![7, 6, 5, 4, 3, 2, 1]);
+    assert_eq!(q(|_| {}), vec![8, 7, 6, 5, 4, 3, 2, 1]);
     assert_eq!(q(|q| q.namespace = Some("infra".into())), vec![6, 5]);
     assert_eq!(q(|q| q.namespace = Some("nope".into())), Vec::<u64>::new());
-    assert_eq!(q(|q| q.pod = Some("web-1".into())), vec![2, 1]);
+    assert_eq!(q(|q| q.pod = Some("web-1".into())), vec![8, 2, 1]);
+    assert_eq!(
+        q(|q| {
+            q.namespace = Some("shop".into());
+            q.pod = Some("web-1".into());
+        }),
+        vec![2, 1]
+    );
+    assert_eq!(
+        q(|q| {
+            q.namespace = Some("infra".into());
+            q.pod = Some("web-1".into());
+        }),
+        Vec::<u64>::new()
+    );
     assert_eq!(q(|q| q.pod_uid = Some("web-2-uid".into())), vec![3]);
-    assert_eq!(q(|q| q.owner = Some("web".into())), vec![3, 2, 1]);
+    assert_eq!(
+        q(|q| {
+            q.pod_uid = Some("web-1-uid".into());
+            q.container = Some("sidecar".into());
+        }),
+        vec![2]
+    );
+    assert_eq!(
+        q(|q| {
+            q.pod_uid = Some("web-1-uid".into());
+            q.pod = Some("web-2".into());
+        }),
+        Vec::<u64>::new()
+    );
+    assert_eq!(q(|q| q.owner = Some("web".into())), vec![8, 3, 2, 1]);
+    assert_eq!(
+        q(|q| {
+            q.owner = Some("nightly".into());
+            q.owner_kind = Some("Deployment".into());
+        }),
+        Vec::<u64>::new()
+    );
     assert_eq!(q(|q| q.owner_kind = Some("CronJob".into())), vec![7]);
     assert_eq!(
         q(|q| q.owner_kind = Some("Deployment".into())),
-        vec![4, 3, 2, 1]
+        vec![8, 4, 3, 2, 1]
     );
-    assert_eq!(q(|q| q.container = Some("app".into())), vec![7, 4, 3, 1]);
+    assert_eq!(q(|q| q.container = Some("app".into())), vec![8, 7, 4, 3, 1]);
     assert_eq!(
         q(|q| {
             q.namespace = Some("shop".into());
@@ -179,7 +218,7 @@ fn filters_are_anded() {
         }),
         Vec::<u64>::new()
     );
-    // Time window: since inclusive, until exclusive.
+    // Time window: since inclusive, until exclusive; also within a scope.
     assert_eq!(
         q(|q| {
             q.since = Some(at(20));
@@ -187,7 +226,29 @@ fn filters_are_anded() {
         }),
         vec![4, 3, 2]
     );
-    assert_eq!(q(|q| q.since = Some(at(61))), vec![7]);
+    assert_eq!(
+        q(|q| {
+            q.owner = Some("web".into());
+            q.since = Some(at(20));
+            q.until = Some(at(80));
+        }),
+        vec![3, 2]
+    );
+    assert_eq!(
+        q(|q| {
+            q.since = Some(at(50));
+            q.until = Some(at(50));
+        }),
+        Vec::<u64>::new()
+    );
+    assert_eq!(
+        q(|q| {
+            q.since = Some(at(60));
+            q.until = Some(at(10));
+        }),
+        Vec::<u64>::new()
+    );
+    assert_eq!(q(|q| q.since = Some(at(61))), vec![8, 7]);
     assert_eq!(q(|q| q.until = Some(at(10))), Vec::<u64>::new());
     // Limit keeps the newest.
     assert_eq!(
@@ -195,7 +256,14 @@ fn filters_are_anded() {
             q.container = Some("app".into());
             q.limit = Some(2);
         }),
-        vec![7, 4]
+        vec![8, 7]
+    );
+    assert_eq!(
+        q(|q| {
+            q.pod = Some("web-1".into());
+            q.limit = Some(2);
+        }),
+        vec![8, 2]
     );
     assert_eq!(q(|q| q.limit = Some(0)), Vec::<u64>::new());
 }
@@ -224,10 +292,19 @@ fn list_is_newest_first_then_by_id_and_never_loads_bundles() {
         list.iter().map(|r| r.bundle_len).collect::<Vec<_>>(),
         vec![700, 500, 0, 0]
     );
-    // Everything else of the capture is there.
+    // Everything else of the capture is there; the diagnosis when asked for.
     let mut expected = capture("a", "p", None, "c", 3, 30, 700);
     expected.bundle = None;
+    let diagnosis = expected.diagnosis_json.take();
     assert_eq!(list[0].capture, expected);
+    let q = Query {
+        with_diagnosis: true,
+        limit: Some(1),
+        ..Query::default()
+    };
+    let list = store.list(&q).unwrap();
+    assert_eq!(list[0].capture.diagnosis_json, diagnosis);
+    assert_eq!(list[0].capture.bundle, None);
 }
 
 #[test]
@@ -237,15 +314,48 @@ fn bundle_export_round_trip() {
     let big = capture("shop", "web-1", Some("web"), "app", 1, 1, 3 << 20);
     let status_only = capture("shop", "web-1", Some("web"), "app", 2, 2, 0);
     assert_eq!(status_only.kind, CaptureKind::StatusOnly);
-    store.insert_batch(&[big.clone(), status_only]).unwrap();
+    // An empty bundle, and an empty diagnosis, are kept as such.
+    let mut empty = capture("shop", "web-1", Some("web"), "app", 3, 3, 0);
+    empty.bundle = Some(vec![]);
+    empty.diagnosis_json = Some(String::new());
+    // Sizes around the storage's piece size.
+    let pieces: Vec<Capture> = [15_999usize, 16_000, 16_001, 32_000, 50 * 1024]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            capture(
+                "shop",
+                "web-2",
+                Some("web"),
+                "app",
+                i as i32,
+                10 + i as i64,
+                n,
+            )
+        })
+        .collect();
+    store
+        .insert_batch(&[big.clone(), status_only, empty.clone()])
+        .unwrap();
+    store.insert_batch(&pieces).unwrap();
+    store.check_consistency().unwrap();
     drop(store);
     let store = Store::open_read_only(&path).unwrap();
     assert_eq!(store.bundle(1).unwrap(), big.bundle);
     assert_eq!(store.get(1).unwrap().unwrap().capture, big);
     assert_eq!(store.bundle(2).unwrap(), None);
     assert_eq!(store.get(2).unwrap().unwrap().capture.bundle, None);
-    assert_eq!(store.bundle(3).unwrap(), None);
-    assert!(store.get(3).unwrap().is_none());
+    assert_eq!(store.get(3).unwrap().unwrap().capture, empty);
+    assert_eq!(store.bundle(3).unwrap(), Some(vec![]));
+    for (i, c) in pieces.iter().enumerate() {
+        let id = 4 + i as u64;
+        assert_eq!(store.bundle(id).unwrap(), c.bundle, "{id}");
+        let got = store.get(id).unwrap().unwrap();
+        assert_eq!(got.bundle_len, c.bundle.as_ref().unwrap().len() as u64);
+        assert_eq!(got.capture, *c);
+    }
+    assert_eq!(store.bundle(99).unwrap(), None);
+    assert!(store.get(99).unwrap().is_none());
 }
 
 #[test]
