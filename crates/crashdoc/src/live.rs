@@ -43,7 +43,7 @@ impl ClusterArgs {
         Ok((client, self.namespace.clone().unwrap_or(default_ns)))
     }
 
-    fn options(&self) -> CollectOptions {
+    pub(crate) fn options(&self) -> CollectOptions {
         CollectOptions {
             log_lines: Some(self.log_lines),
             log_bytes: self.log_bytes,

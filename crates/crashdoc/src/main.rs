@@ -2,6 +2,7 @@
 //! (offline) and crashdoc-kube (the API server).
 
 mod live;
+mod watch;
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -85,6 +86,12 @@ enum Command {
         #[arg(long, short = 'f', value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Follow pods and capture every container termination as it happens: history, metrics, webhooks.
+    #[command(long_about = WATCH_HELP)]
+    Watch(Box<watch::WatchArgs>),
+    /// Show the restarts `watch` recorded for a pod or workload, and export any capture as a bundle.
+    #[command(long_about = HISTORY_HELP)]
+    History(watch::HistoryArgs),
     /// Print the documentation of a cause's rule: what, why, evidence, example, fix, false positives.
     Explain {
         /// A cause id, e.g. oom-killed (see `crashdoc rules`).
@@ -120,6 +127,52 @@ Examples:
 
 Exit status: 0 when the analysis ran (whatever it found), 2 for unusable input or arguments.";
 
+const WATCH_HELP: &str = "Follow pods and capture every container termination as it happens.
+
+The kubelet keeps only a container's last termination, and the next crash overwrites
+its previous logs. `watch` follows the pods (one list, then a watch; re-listed after a
+410 Gone or a lost connection) and, on every termination, once per (pod, container,
+restart count):
+
+  counts it       Prometheus counters on --listen: crashdoc_container_restarts_total by
+                  namespace, owner, container, reason and exit code; captures and
+                  diagnoses by cause; the watch's own health (/healthz, /readyz)
+  captures it     previous and current logs, events, owner, node, volumes, ConfigMap and
+                  Secret key names: the same evidence as `crashdoc capture`, read within
+                  seconds, before the next crash overwrites it
+  diagnoses it    with the same rules as `crashdoc analyze`
+  keeps it        in the history database (--db; a single file, --retention and
+                  --max-captures bound it): see `crashdoc history`
+  tells you       --webhook URL (generic JSON or --webhook-format slack), at most one
+                  message per workload per --notify-interval
+
+Under a restart storm captures are bounded (--capture-concurrency, --queue): a
+termination the queue cannot take is still counted and stored from the pod's status.
+Stopped and started again on the same --db, it resumes without duplicates; terminations
+it could not see individually count as reason=\"Unobserved\".
+
+It only gets, lists and watches. With --leader-elect only the replica holding a Lease
+watches, and that Lease is the only object crashdoc ever writes. deploy/ has the Helm
+chart and manifests to run it in the cluster.
+
+Examples:
+  crashdoc watch -n llm
+  crashdoc watch -A --webhook https://hooks.slack.com/services/... --webhook-format slack
+  crashdoc watch -A --db /var/lib/crashdoc/history.redb --listen 0.0.0.0:9464 --leader-elect
+
+Stop it with Ctrl-C (or SIGTERM): captures in flight are finished first.";
+
+const HISTORY_HELP: &str = "Show the terminations `crashdoc watch` recorded, newest first.
+
+TARGET is a pod (NAME, pod/NAME) or a workload (deploy/NAME, sts/NAME, ds/NAME, job/NAME;
+pods of a Deployment's ReplicaSets count as the Deployment). Without one, every capture.
+It reads the database only, no cluster access; it works while `watch` writes to it.
+
+Examples:
+  crashdoc history deploy/vllm -n llm
+  crashdoc history --since 2h --format json | jq '.[] | {pod, reason, cause}'
+  crashdoc history --export 42 -o crash.tar.gz && crashdoc analyze crash.tar.gz";
+
 const DIAGNOSE_HELP: &str = "Diagnose live, against the cluster of the current kubeconfig context.
 
 crashdoc reads the pod, its events (by uid), the current and previous logs of every
@@ -154,12 +207,13 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = num
         .parse()
-        .map_err(|_| format!("`{s}` is not a duration like 90s, 5m or 1h"))?;
+        .map_err(|_| format!("`{s}` is not a duration like 90s, 5m, 1h or 14d"))?;
     let secs = match unit {
         "" | "s" => n,
         "m" => n * 60,
         "h" => n * 3600,
-        _ => return Err(format!("`{s}` is not a duration like 90s, 5m or 1h")),
+        "d" => n * 86_400,
+        _ => return Err(format!("`{s}` is not a duration like 90s, 5m, 1h or 14d")),
     };
     Ok(std::time::Duration::from_secs(secs))
 }
@@ -210,6 +264,10 @@ fn report_error(e: &anyhow::Error) {
     let _ = writeln!(err, "{} {e}", owo_colors::OwoColorize::red(&"error:"));
     for cause in e.chain().skip(1) {
         let _ = writeln!(err, "  Caused by: {cause}");
+    }
+    if let Some(h) = e.downcast_ref::<watch::Hinted>() {
+        let _ = writeln!(err, "{} {}", owo_colors::OwoColorize::cyan(&"hint:"), h.0);
+        return;
     }
     let kube_hint = e
         .chain()
@@ -301,6 +359,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 concurrency,
                 verbose,
             ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Watch(a) => {
+            watch::watch(*a, verbose)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::History(a) => {
+            watch::history(a)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { cause } => {

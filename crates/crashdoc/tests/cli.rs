@@ -280,3 +280,207 @@ fn cluster_info_dump_tree() {
     assert_eq!(pods[0]["owner"], "Deployment/api");
     assert_eq!(top(&v), ("oom-killed", "high"));
 }
+
+/// A history as `crashdoc watch` writes it, from a shipped example.
+fn history_db(dir: &Path) -> PathBuf {
+    use crashdoc_core::ingest::bundle::{PodFiles, tar_gz_bytes};
+    use crashdoc_history::{Capture, CaptureKind, Store, TerminationKey};
+    let example = repo().join("examples/vllm-oom");
+    let files: Vec<(String, Vec<u8>)> = ["describe-pod.txt", "logs-previous.txt"]
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read(example.join(f)).expect("example"),
+            )
+        })
+        .collect();
+    let pods = [PodFiles {
+        namespace: "llm".into(),
+        name: "vllm-7d9f8b6c5d-x2x9k".into(),
+        files,
+    }];
+    let bundle = tar_gz_bytes(&pods, None, "2026-11-29T10:00:00Z").expect("bundle");
+    let db = dir.join("history.redb");
+    let store = Store::open(&db).expect("open");
+    for (n, reason, code, cause) in [
+        (3, "OOMKilled", 137, "oom-killed"),
+        (4, "OOMKilled", 137, "oom-killed"),
+        (5, "Error", 1, "app-crash"),
+    ] {
+        let c = Capture {
+            key: TerminationKey {
+                pod_uid: "uid-1".into(),
+                container: "vllm".into(),
+                restart_count: n,
+            },
+            namespace: "llm".into(),
+            pod: "vllm-7d9f8b6c5d-x2x9k".into(),
+            owner_kind: Some("Deployment".into()),
+            owner: Some("vllm".into()),
+            node: Some("gpu-1".into()),
+            finished_at: Some(format!("2026-11-29T10:0{n}:00Z").parse().unwrap()),
+            observed_at: format!("2026-11-29T10:0{n}:01Z").parse().unwrap(),
+            reason: Some(reason.into()),
+            exit_code: Some(code),
+            signal: None,
+            cause: Some(cause.into()),
+            confidence: Some("high".into()),
+            summary: Some("summary".into()),
+            diagnosis_json: None,
+            kind: CaptureKind::Full,
+            missing: vec![],
+            bundle: Some(bundle.clone()),
+        };
+        store.insert(&c).expect("insert");
+    }
+    db
+}
+
+#[test]
+fn history_lists_filters_and_exports_what_watch_recorded() {
+    let dir = temp_dir("history");
+    let db = history_db(&dir);
+    let db_s = db.to_str().unwrap();
+
+    let v = json(&["history", "--db", db_s, "--format", "json"], None);
+    let rows = v.as_array().expect("array");
+    assert_eq!(rows.len(), 3);
+    // Newest first.
+    assert_eq!(rows[0]["restart_count"], 5);
+    assert_eq!(rows[0]["cause"], "app-crash");
+    assert_eq!(rows[2]["reason"], "OOMKilled");
+
+    // A workload target and a namespace that has nothing.
+    assert_eq!(
+        json(
+            &["history", "deploy/vllm", "--db", db_s, "-f", "json"],
+            None
+        )
+        .as_array()
+        .map(Vec::len),
+        Some(3)
+    );
+    assert_eq!(
+        json(
+            &["history", "-n", "other", "--db", db_s, "-f", "json"],
+            None
+        )
+        .as_array()
+        .map(Vec::len),
+        Some(0)
+    );
+
+    let out = crashdoc(
+        &["history", "pod/vllm-7d9f8b6c5d-x2x9k", "--db", db_s],
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("2 × OOMKilled → oom-killed"), "{text}");
+
+    // Export a capture and analyse it like any bundle.
+    let id = rows[2]["id"].as_u64().expect("id").to_string();
+    let tgz = dir.join("crash.tar.gz");
+    let out = crashdoc(
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--export",
+            &id,
+            "-o",
+            tgz.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(
+        &["analyze", tgz.to_str().unwrap(), "--format", "json"],
+        None,
+    );
+    assert_eq!(top(&v).0, "oom-killed");
+    // Or as a folder.
+    let folder = dir.join("crash");
+    let out = crashdoc(
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--export",
+            &id,
+            "-o",
+            folder.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        top(&json(
+            &["analyze", folder.to_str().unwrap(), "-f", "json"],
+            None
+        ))
+        .0,
+        "oom-killed"
+    );
+
+    // An id that does not exist.
+    let out = crashdoc(
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--export",
+            "999",
+            "-o",
+            tgz.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("capture 999"));
+}
+
+#[test]
+fn history_and_watch_fail_clearly() {
+    let dir = temp_dir("history-errors");
+    let missing = dir.join("none.redb");
+    let out = crashdoc(&["history", "--db", missing.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error:"), "{err}");
+
+    let garbage = dir.join("garbage.redb");
+    std::fs::write(&garbage, b"this is not a database").unwrap();
+    let out = crashdoc(&["history", "--db", garbage.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+
+    // No cluster: a clear error, not a hang or a panic.
+    let out = crashdoc(
+        &[
+            "watch",
+            "--kubeconfig",
+            dir.join("no-kubeconfig").to_str().unwrap(),
+            "--db",
+            dir.join("w.redb").to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error:") && !err.contains("panicked"),
+        "{err}"
+    );
+
+    let out = crashdoc(&["watch", "--retention", "two weeks"], None);
+    assert_eq!(out.status.code(), Some(2));
+}

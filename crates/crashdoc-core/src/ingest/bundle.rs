@@ -312,7 +312,26 @@ pub fn write_tar_gz(
     created: &str,
 ) -> std::io::Result<()> {
     let f = std::fs::File::create(path)?;
-    let gz = flate2::write::GzEncoder::new(f, flate2::Compression::default());
+    write_tar_gz_to(f, pods, context, created)?.sync_all()
+}
+
+/// A bundle as `.tar.gz` bytes, in memory (what `crashdoc watch` stores).
+pub fn tar_gz_bytes(
+    pods: &[PodFiles],
+    context: Option<&str>,
+    created: &str,
+) -> std::io::Result<Vec<u8>> {
+    write_tar_gz_to(Vec::new(), pods, context, created)
+}
+
+/// Write a bundle as `.tar.gz` into any writer, and give the writer back.
+pub fn write_tar_gz_to<W: std::io::Write>(
+    out: W,
+    pods: &[PodFiles],
+    context: Option<&str>,
+    created: &str,
+) -> std::io::Result<W> {
+    let gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
     let mut tar = tar::Builder::new(gz);
     let mut add = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
         let mut h = tar::Header::new_gnu();
@@ -341,7 +360,7 @@ pub fn write_tar_gz(
             add(&format!("{}/{name}", p.path()), bytes)?;
         }
     }
-    tar.into_inner()?.finish()?.sync_all()
+    tar.into_inner()?.finish()
 }
 
 /// Read bundle files already in memory (a live collection) as evidence, so

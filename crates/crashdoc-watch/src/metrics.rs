@@ -1,0 +1,228 @@
+//! The Prometheus metrics `crashdoc watch` serves on `/metrics`.
+//!
+//! kube-state-metrics exposes a container's last termination reason as a
+//! gauge, so three OOMs in a row look like one. Here every termination is a
+//! counter increment labelled with its reason and exit code, and the
+//! counters add up to the restart count's increase even when single
+//! terminations could not be seen (they count as `reason="Unobserved"`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RestartLabels {
+    pub namespace: String,
+    pub owner_kind: String,
+    pub owner: String,
+    pub container: String,
+    pub reason: String,
+    pub exit_code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CauseLabels {
+    pub cause: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    pub result: String,
+}
+
+/// Every metric, cheap to clone (each is an `Arc` inside).
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub restarts: Family<RestartLabels, Counter>,
+    pub captures: Family<KindLabels, Counter>,
+    pub diagnoses: Family<CauseLabels, Counter>,
+    pub notifications: Family<ResultLabels, Counter>,
+    pub watch_restarts: Counter,
+    pub watch_events: Counter,
+    pub watched_pods: Gauge,
+    pub tracked_containers: Gauge,
+    pub queue_depth: Gauge,
+    pub leader: Gauge,
+    pub last_event: Gauge<f64, AtomicU64>,
+    pub capture_seconds: Histogram,
+    pub history_captures: Gauge,
+    pub history_pruned: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("crashdoc");
+        let m = Metrics {
+            restarts: Family::default(),
+            captures: Family::default(),
+            diagnoses: Family::default(),
+            notifications: Family::default(),
+            watch_restarts: Counter::default(),
+            watch_events: Counter::default(),
+            watched_pods: Gauge::default(),
+            tracked_containers: Gauge::default(),
+            queue_depth: Gauge::default(),
+            leader: Gauge::default(),
+            last_event: Gauge::default(),
+            capture_seconds: Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]),
+            history_captures: Gauge::default(),
+            history_pruned: Counter::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "container_restarts",
+            "Container terminations seen, by workload, container, termination reason and exit code (reason=\"Unobserved\": restarts whose state the watch could not read)",
+            m.restarts.clone(),
+        );
+        registry.register(
+            "captures",
+            "Captures stored in the history, by kind (full, partial, status_only, failed)",
+            m.captures.clone(),
+        );
+        registry.register(
+            "diagnoses",
+            "Captured terminations by the diagnosed cause (the first-ranked one)",
+            m.diagnoses.clone(),
+        );
+        registry.register(
+            "notifications",
+            "Webhook notifications, by result (sent, failed, suppressed)",
+            m.notifications.clone(),
+        );
+        registry.register(
+            "watch_restarts",
+            "Times the pod watch was (re)started with a full list: start, 410 Gone, errors",
+            m.watch_restarts.clone(),
+        );
+        registry.register(
+            "watch_events",
+            "Pod watch events processed",
+            m.watch_events.clone(),
+        );
+        registry.register(
+            "watched_pods",
+            "Pods in the watch's view",
+            m.watched_pods.clone(),
+        );
+        registry.register(
+            "tracked_containers",
+            "Containers with a termination baseline in memory",
+            m.tracked_containers.clone(),
+        );
+        registry.register(
+            "capture_queue_depth",
+            "Terminations waiting for their evidence to be captured",
+            m.queue_depth.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader Lease (or runs without leader election)",
+            m.leader.clone(),
+        );
+        registry.register(
+            "last_watch_event_timestamp_seconds",
+            "Unix time of the last pod watch event",
+            m.last_event.clone(),
+        );
+        registry.register(
+            "capture_duration_seconds",
+            "Time to capture one termination's evidence and diagnose it",
+            m.capture_seconds.clone(),
+        );
+        registry.register(
+            "history_captures",
+            "Captures held in the history database",
+            m.history_captures.clone(),
+        );
+        registry.register(
+            "history_pruned",
+            "Captures removed from the history by the retention limits",
+            m.history_pruned.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Count a termination.
+    pub fn restart(&self, l: RestartLabels, n: u64) {
+        self.restarts.get_or_create(&l).inc_by(n);
+    }
+
+    pub fn capture(&self, kind: &str) {
+        self.captures
+            .get_or_create(&KindLabels { kind: kind.into() })
+            .inc();
+    }
+
+    pub fn diagnosis(&self, cause: &str) {
+        self.diagnoses
+            .get_or_create(&CauseLabels {
+                cause: cause.into(),
+            })
+            .inc();
+    }
+
+    pub fn notification(&self, result: &str) {
+        self.notifications
+            .get_or_create(&ResultLabels {
+                result: result.into(),
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_are_counters_with_their_labels() {
+        let m = Metrics::new();
+        let l = RestartLabels {
+            namespace: "shop".into(),
+            owner_kind: "Deployment".into(),
+            owner: "web".into(),
+            container: "app".into(),
+            reason: "OOMKilled".into(),
+            exit_code: "137".into(),
+        };
+        m.restart(l.clone(), 1);
+        m.restart(l, 2);
+        m.capture("full");
+        m.diagnosis("oom-killed");
+        let text = m.encode();
+        assert!(text.contains(
+            "crashdoc_container_restarts_total{namespace=\"shop\",owner_kind=\"Deployment\",owner=\"web\",container=\"app\",reason=\"OOMKilled\",exit_code=\"137\"} 3"
+        ), "{text}");
+        assert!(
+            text.contains("crashdoc_captures_total{kind=\"full\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("crashdoc_diagnoses_total{cause=\"oom-killed\"} 1"));
+        assert!(text.contains("# TYPE crashdoc_leader gauge"));
+        assert!(text.trim_end().ends_with("# EOF"));
+    }
+}
