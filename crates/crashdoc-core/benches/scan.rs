@@ -107,7 +107,7 @@ fn generate(out: &mut Vec<u8>, target: usize, rng: &mut Rng, mix: &mut Mix) {
     let mut n: u64 = 0;
     while out.len() < target {
         n += 1;
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             t += 1;
         }
         let (h, m, s) = ((t / 3600) % 24, (t / 60) % 60, t % 60);

@@ -318,10 +318,10 @@ fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
         if let Some(w) = c.waiting_reason() {
             evidence.push(w.cite.clone());
         }
-        if let Some(t) = c.last_termination() {
-            if let Some(e) = &t.exit_code {
-                evidence.push(e.cite.clone());
-            }
+        if let Some(t) = c.last_termination()
+            && let Some(e) = &t.exit_code
+        {
+            evidence.push(e.cite.clone());
         }
     }
     if let Some(l) = pod.logs.iter().find(|l| !l.is_empty())

@@ -245,18 +245,17 @@ impl Walker<'_> {
         let meta = v.get("metadata").unwrap_or(&Value::Null);
         pod.name = s(meta, "name");
         pod.namespace = s(meta, "namespace");
-        if let Some(owners) = meta.get("ownerReferences").and_then(Value::as_array) {
-            if let Some(o) = owners
+        if let Some(owners) = meta.get("ownerReferences").and_then(Value::as_array)
+            && let Some(o) = owners
                 .iter()
                 .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
                 .or(owners.first())
-            {
-                pod.owner = Some(Owner {
-                    kind: s(o, "kind").unwrap_or_default(),
-                    name: s(o, "name").unwrap_or_default(),
-                    observed: true,
-                });
-            }
+        {
+            pod.owner = Some(Owner {
+                kind: s(o, "kind").unwrap_or_default(),
+                name: s(o, "name").unwrap_or_default(),
+                observed: true,
+            });
         }
         // Whole object, or a spec/status fragment, or the fragment itself.
         let spec = v.get("spec").unwrap_or(v);

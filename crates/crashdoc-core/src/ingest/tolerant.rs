@@ -240,10 +240,10 @@ fn split_kv(t: &str) -> Option<(&str, &str)> {
 
 fn scalar(v: &str) -> Value {
     let v = v.trim();
-    if v.starts_with(['{', '[']) {
-        if let Ok(x) = serde_saphyr::from_str::<Value>(v) {
-            return x;
-        }
+    if v.starts_with(['{', '['])
+        && let Ok(x) = serde_saphyr::from_str::<Value>(v)
+    {
+        return x;
     }
     if let Some(q) = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
         return Value::String(q.to_string());
