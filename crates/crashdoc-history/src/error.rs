@@ -9,7 +9,7 @@ pub enum HistoryError {
     /// Another process has the file open for writing (redb's
     /// `DatabaseAlreadyOpen`): only one `crashdoc watch` can record at a time.
     #[error(
-        "the history file {path} is already open for writing by another process: is another `crashdoc watch` running? (stop it, or give this one another --history file; `crashdoc history` can read the file while a watcher runs)"
+        "the history file {path} is already open for writing by another process: is another `crashdoc watch` running? (stop it, or point this one at another history file; `crashdoc history` can read the file while a watcher runs)"
     )]
     Locked { path: PathBuf },
 
@@ -25,7 +25,7 @@ pub enum HistoryError {
     /// A crashdoc history written with another layout.
     #[error(
         "the history {path} has schema version {found}, this crashdoc reads version {supported}{}",
-        if *found > *supported { ": it was written by a newer crashdoc; upgrade, or use another --history file" } else { ": move it aside (it will not be converted)" }
+        if *found > *supported { ": it was written by a newer crashdoc; upgrade, or use another history file" } else { ": move it aside (it will not be converted)" }
     )]
     SchemaVersion {
         path: PathBuf,

@@ -151,7 +151,8 @@ pub struct Retention {
 
 /// A filter for [`crate::Store::list`]. Every field that is set must match
 /// (exactly, case-sensitively); the results are newest first by
-/// `observed_at`, then by id.
+/// `observed_at`, then by id. `owner` or `owner_kind` set to an empty string
+/// selects the captures that have none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Query {
     pub namespace: Option<String>,

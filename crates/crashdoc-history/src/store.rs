@@ -293,8 +293,10 @@ impl Store {
                 (SCOPE_POD_UID, uid.as_str())
             } else if let Some(pod) = &q.pod {
                 (SCOPE_POD, pod.as_str())
-            } else if let Some(owner) = &q.owner {
-                (SCOPE_OWNER, owner.as_str())
+            } else if let Some(owner) = q.owner.as_deref().filter(|o| !o.is_empty()) {
+                // Captures without an owner are not in an owner scope; an
+                // empty owner filter selects them through the rows.
+                (SCOPE_OWNER, owner)
             } else if let Some(namespace) = &q.namespace {
                 (SCOPE_NAMESPACE, namespace.as_str())
             } else {

@@ -196,6 +196,8 @@ fn filters_are_anded() {
         }),
         Vec::<u64>::new()
     );
+    assert_eq!(q(|q| q.owner = Some(String::new())), vec![6, 5]);
+    assert_eq!(q(|q| q.owner_kind = Some(String::new())), vec![6, 5]);
     assert_eq!(q(|q| q.owner_kind = Some("CronJob".into())), vec![7]);
     assert_eq!(
         q(|q| q.owner_kind = Some("Deployment".into())),
