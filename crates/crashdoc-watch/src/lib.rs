@@ -137,6 +137,10 @@ impl WatchError {
             WatchError::Lease { namespace, .. } => Some(format!(
                 "leader election needs get, create, update and patch on leases.coordination.k8s.io in namespace {namespace} (the only write crashdoc makes); see deploy/ for the Role"
             )),
+            WatchError::History(crashdoc_history::HistoryError::NotCrashdoc { .. })
+            | WatchError::History(crashdoc_history::HistoryError::Corrupted { .. }) => Some(
+                "move the file aside and start again: `crashdoc watch` creates a new history".into(),
+            ),
             WatchError::History(_) => None,
             WatchError::Config(_) => None,
         }
@@ -463,7 +467,9 @@ impl Shared {
             wc = wc.labels(sel);
         }
         let (job_tx, job_rx) = mpsc::channel::<Job>(cfg.queue_capacity);
-        let (rec_tx, rec_rx) = mpsc::channel::<Capture>(10_000);
+        // Records waiting for the database: bounded too (a batch of up to
+        // 256 is one transaction, ~1000 records/s).
+        let (rec_tx, rec_rx) = mpsc::channel::<Capture>(2_000);
         let writer = tokio::spawn(self.clone().writer(rec_rx));
         let workers = tokio::spawn(self.clone().workers(job_rx, rec_tx.clone()));
 
