@@ -139,7 +139,8 @@ impl WatchError {
             )),
             WatchError::History(crashdoc_history::HistoryError::NotCrashdoc { .. })
             | WatchError::History(crashdoc_history::HistoryError::Corrupted { .. }) => Some(
-                "move the file aside and start again: `crashdoc watch` creates a new history".into(),
+                "move the file aside and start again: `crashdoc watch` creates a new history"
+                    .into(),
             ),
             WatchError::History(_) => None,
             WatchError::Config(_) => None,

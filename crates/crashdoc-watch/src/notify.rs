@@ -327,6 +327,82 @@ mod tests {
         assert_eq!(s["blocks"][0]["text"]["type"], "mrkdwn");
     }
 
+    /// A webhook receiver answering each request with the next status.
+    async fn receiver(
+        statuses: Vec<u16>,
+    ) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", l.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            for status in statuses {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                // Read the head, then the body by Content-Length.
+                loop {
+                    let n = s.read(&mut chunk).await.unwrap();
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).to_string();
+                    if let Some(head_end) = text.find("\r\n\r\n") {
+                        let len: usize = text
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        if buf.len() >= head_end + 4 + len {
+                            tx.send(text[head_end + 4..].to_string()).unwrap();
+                            break;
+                        }
+                    }
+                    if n == 0 {
+                        break;
+                    }
+                }
+                let resp = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                s.write_all(resp.as_bytes()).await.unwrap();
+            }
+        });
+        (url, rx)
+    }
+
+    #[tokio::test]
+    async fn posts_retries_server_errors_and_rate_limits() {
+        let (url, mut rx) = receiver(vec![503, 200, 400]).await;
+        let w = Webhook::new(&url, Format::Json, Duration::from_secs(600)).unwrap();
+        // 503 then 200: retried, sent.
+        assert_eq!(w.notify(notice()).await, Sent::Sent);
+        for _ in 0..2 {
+            let body: serde_json::Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+            assert_eq!(body["cause"], "oom-killed");
+            assert_eq!(body["suppressed"], 0);
+        }
+        // The same workload again within the interval: held back, no request.
+        assert_eq!(w.notify(notice()).await, Sent::Suppressed);
+        // Another workload goes out; a 400 is not retried.
+        let mut other = notice();
+        other.owner = Some("api".into());
+        assert!(matches!(w.notify(other).await, Sent::Failed(e) if e.contains("400")));
+        assert!(rx.recv().await.is_some());
+        assert!(rx.try_recv().is_err(), "a 4xx must not be retried");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_webhook_fails_without_hanging() {
+        // A port nothing listens on.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", l.local_addr().unwrap());
+        drop(l);
+        let w = Webhook::new(&url, Format::Slack, Duration::from_secs(1)).unwrap();
+        assert!(matches!(w.notify(notice()).await, Sent::Failed(e) if e.contains("cannot reach")));
+    }
+
     #[test]
     fn urls_are_checked_and_never_printed_whole() {
         assert!(Webhook::new("ftp://x", Format::Json, Duration::from_secs(1)).is_err());
