@@ -60,6 +60,8 @@ use track::{Seen, Termination, Tracker};
 /// to which it reported terminations.
 pub const REPORTED_UNTIL: &str = "crashdoc.io/reported-until";
 
+const SHED: &str = "the capture queue was full (restart storm): logs and events were not read";
+
 /// Leader election on a Lease.
 #[derive(Debug, Clone)]
 pub struct LeaderElection {
@@ -473,6 +475,8 @@ impl Shared {
         let (rec_tx, rec_rx) = mpsc::channel::<Capture>(2_000);
         let writer = tokio::spawn(self.clone().writer(rec_rx));
         let workers = tokio::spawn(self.clone().workers(job_rx, rec_tx.clone()));
+        let (shed_tx, shed_rx) = mpsc::channel::<Job>(5_000);
+        let shedder = tokio::spawn(self.clone().shedder(shed_rx, rec_tx.clone()));
 
         let mut stream = watcher(api, wc).default_backoff().boxed();
         let mut summary = Summary::default();
@@ -598,13 +602,9 @@ impl Shared {
                             }
                             Err(mpsc::error::TrySendError::Full(job))
                             | Err(mpsc::error::TrySendError::Closed(job)) => {
-                                // Backlog: keep what the status says, now.
-                                let rec = status_only(
-                                    &job,
-                                    &cfg.context,
-                                    "the capture queue was full (restart storm): logs and events were not read",
-                                );
-                                if rec_tx.try_send(rec).is_err() {
+                                // Backlog: keep what the status says (off
+                                // this loop, so the watch keeps up).
+                                if shed_tx.try_send(job).is_err() {
                                     self.metrics.capture("failed");
                                 }
                             }
@@ -615,9 +615,11 @@ impl Shared {
         }
         // Drain: captures in flight get a few seconds to finish.
         drop(job_tx);
+        drop(shed_tx);
         drop(rec_tx);
         let drained = tokio::time::timeout(Duration::from_secs(15), async {
             let _ = workers.await;
+            let _ = shedder.await;
             writer.await.unwrap_or_default()
         })
         .await;
@@ -640,6 +642,32 @@ impl Shared {
                 }
             })
             .await;
+    }
+
+    /// Records from the pod status alone for terminations the capture queue
+    /// could not take, diagnosed off the async threads, in batches.
+    async fn shedder(self, mut rx: mpsc::Receiver<Job>, out: mpsc::Sender<Capture>) {
+        let mut buf: Vec<Job> = Vec::with_capacity(64);
+        while rx.recv_many(&mut buf, 64).await > 0 {
+            let jobs = std::mem::take(&mut buf);
+            let context = self.cfg.context.clone();
+            let n = jobs.len();
+            let recs = tokio::task::spawn_blocking(move || {
+                jobs.iter()
+                    .map(|j| status_only(j, &context, SHED))
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            for _ in recs.len()..n {
+                self.metrics.capture("failed");
+            }
+            for r in recs {
+                if out.send(r).await.is_err() {
+                    self.metrics.capture("failed");
+                }
+            }
+        }
     }
 
     async fn capture(&self, job: Job) -> Capture {
