@@ -379,58 +379,22 @@ fn history_lists_filters_and_exports_what_watch_recorded() {
     assert!(out.status.success());
     assert!(text.contains("2 × OOMKilled → oom-killed"), "{text}");
 
-    // Export a capture and analyse it like any bundle.
+    // Export a capture, as a .tar.gz or a folder, and analyse it like any bundle.
     let id = rows[2]["id"].as_u64().expect("id").to_string();
+    for to in [dir.join("crash.tar.gz"), dir.join("crash")] {
+        let to = to.to_str().unwrap();
+        let out = crashdoc(&["history", "--db", db_s, "--export", &id, "-o", to], None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            top(&json(&["analyze", to, "-f", "json"], None)).0,
+            "oom-killed"
+        );
+    }
     let tgz = dir.join("crash.tar.gz");
-    let out = crashdoc(
-        &[
-            "history",
-            "--db",
-            db_s,
-            "--export",
-            &id,
-            "-o",
-            tgz.to_str().unwrap(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v = json(
-        &["analyze", tgz.to_str().unwrap(), "--format", "json"],
-        None,
-    );
-    assert_eq!(top(&v).0, "oom-killed");
-    // Or as a folder.
-    let folder = dir.join("crash");
-    let out = crashdoc(
-        &[
-            "history",
-            "--db",
-            db_s,
-            "--export",
-            &id,
-            "-o",
-            folder.to_str().unwrap(),
-        ],
-        None,
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        top(&json(
-            &["analyze", folder.to_str().unwrap(), "-f", "json"],
-            None
-        ))
-        .0,
-        "oom-killed"
-    );
 
     // An id that does not exist.
     let out = crashdoc(
