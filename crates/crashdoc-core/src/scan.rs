@@ -9,12 +9,14 @@
 //!    class, rows in breadth-first order so the states ordinary text visits
 //!    share cache lines, every match state merged into one `MATCH` row).
 //!    One walk of it is bound by the latency of its look-ups, each waiting
-//!    for the last; so each sub-block (1 MiB) is cut at line starts into
-//!    `WALKS` segments whose walks run in lock step in one loop, and the
-//!    CPU overlaps their independent look-ups (two to three times the speed
-//!    of one walk). A walk that reaches `MATCH` reports its line and resumes
-//!    at the next line start, so a long line full of keywords still costs
-//!    one pass.
+//!    for the last; so each sub-block (1 MiB, cut at a newline) is cut into
+//!    `WALKS` equal segments whose walks run in lock step in one loop, and
+//!    the CPU overlaps their independent look-ups (two to three times the
+//!    speed of one walk). Each walk starts the longest keyword's length
+//!    early, so it is in the right state where its segment starts, even
+//!    mid-line. A walk that reaches `MATCH` reports its line and resumes at
+//!    the next line start, so a long line full of keywords still costs one
+//!    pass.
 //! 2. Only those lines are decoded and classified: the keywords found in
 //!    the line (all overlapping matches) name the signatures, whose regular
 //!    expressions are then checked.
@@ -188,6 +190,9 @@ struct LineDfa {
     /// `trans[row + class]` is the row of the next state.
     trans: Vec<u32>,
     start: u32,
+    /// The longest keyword's length less one: a walk started this many
+    /// bytes before a position is in the right state there.
+    warm_up: usize,
 }
 
 impl LineDfa {
@@ -278,6 +283,7 @@ impl LineDfa {
             classes,
             trans,
             start,
+            warm_up: keywords.iter().map(|k| k.len()).max().unwrap_or(1) - 1,
         }
     }
 }
@@ -476,12 +482,12 @@ impl Catalog {
     /// A line ends at `\n` or at the end of `block`.
     ///
     /// The DFA's speed is bound by the latency of its table look-ups, one
-    /// after the other. So the block is cut at line starts into `WALKS`
-    /// segments, and one walk per segment runs in the same loop: the CPU
-    /// overlaps their independent look-ups. A walk that reaches the match
-    /// state has read a keyword's last byte; it reports that line and
-    /// resumes at the next one (a keyword never spans lines, and a newline
-    /// always leads back to the start state), so a long line costs one pass.
+    /// after the other. So the block is cut into `WALKS` segments, and one
+    /// walk per segment runs in the same loop: the CPU overlaps their
+    /// independent look-ups. A walk that reaches the match state has read a
+    /// keyword's last byte; it reports that line and resumes at the next one
+    /// (a keyword never spans lines, and a newline always leads back to the
+    /// start state), so a long line costs one pass.
     pub fn candidate_lines(&self, block: &[u8], out: &mut Vec<usize>) {
         self.candidate_lines_walks::<WALKS>(block, out);
     }
@@ -492,16 +498,19 @@ impl Catalog {
         const { assert!(K > 0, "at least one walk") };
         let first = out.len();
         let len = block.len();
-        let mut seg_end = [len; K];
+        // Walk k reports the matches that end in [len / K * k, seg_end[k]).
+        // A keyword ending there starts at most `warm_up` bytes earlier, and
+        // a walk started in the start state finds every keyword that starts
+        // where it starts or later: so walk k starts `warm_up` bytes early
+        // (possibly mid-line). A line reported by two walks is kept once.
+        let warm_up = self.dfa.warm_up;
         let mut pos = [0usize; K];
-        let mut prev = 0;
+        let mut seg_end = [len; K];
         for k in 0..K {
-            pos[k] = prev;
+            pos[k] = (len / K * k).saturating_sub(warm_up);
             if k + 1 < K {
-                let at = (len / K * (k + 1)).max(prev);
-                seg_end[k] = memchr::memchr(b'\n', &block[at..]).map_or(len, |i| at + i + 1);
+                seg_end[k] = len / K * (k + 1);
             }
-            prev = seg_end[k];
         }
         let d = &self.dfa;
         let (trans, classes) = (&d.trans[..], &d.classes);
@@ -541,8 +550,17 @@ impl Catalog {
             }
         }
         // Each walk's lines are in order, and the walks' segments follow
-        // each other, but the walks reported them interleaved.
+        // each other, but the walks reported them interleaved; a line across
+        // a segment boundary may come from both walks.
         out[first..].sort_unstable();
+        let mut kept = first;
+        for i in first..out.len() {
+            if kept == first || out[i] != out[kept - 1] {
+                out[kept] = out[i];
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
     }
 
     /// A keyword ends at `block[last]`: report its line and return where the
@@ -1083,6 +1101,33 @@ mod tests {
                 (7, walks::<7>(cat, &block)),
             ] {
                 assert_eq!(got, want, "round {round}, {k} walks");
+            }
+        }
+    }
+
+    /// Every keyword at every offset of a one-line block, so that it lies
+    /// before, across and after the points where the walks' segments meet.
+    #[test]
+    fn keywords_across_segment_boundaries() {
+        let cat = Catalog::global();
+        let exact = Exact::new();
+        let mut rng = Rng(3);
+        for k in all_keywords() {
+            let k = mixed_case(&mut rng, k.as_bytes());
+            let width = 2 * k.len() + 8;
+            for at in 0..=width - k.len() {
+                let mut block = vec![b'.'; width];
+                block[at..at + k.len()].copy_from_slice(&k);
+                let mut want = Vec::new();
+                exact.lines(&block, &mut want);
+                assert_eq!(want, [0]);
+                for got in [
+                    walks::<2>(cat, &block),
+                    walks::<3>(cat, &block),
+                    walks::<4>(cat, &block),
+                ] {
+                    assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&block));
+                }
             }
         }
     }
