@@ -1,15 +1,38 @@
 //! The log scanner: every rule's signatures matched in one pass.
 //!
-//! All literal keywords of all signatures go into one Aho-Corasick
-//! automaton. The scanner runs it over the raw bytes of a log, block by
-//! block, and only the lines that contain a keyword are decoded and checked
-//! against the signatures' regular expressions. Memory stays flat whatever
-//! the log's size: a bounded number of hits per signature, and the first and
-//! last lines of the log, are all that is kept.
+//! All literal keywords of all signatures (ASCII case-insensitive) go into
+//! one Aho-Corasick DFA. The scanner reads a log block by block (4 MiB, cut
+//! at the last newline) and, for each block:
+//!
+//! 1. First pass, over every byte: which lines contain a keyword. The DFA
+//!    is copied into a compact table (`LineDfa`: one column per byte
+//!    class, rows in breadth-first order so the states ordinary text visits
+//!    share cache lines, every match state merged into one `MATCH` row).
+//!    One walk of it is bound by the latency of its look-ups, each waiting
+//!    for the last; so each sub-block (1 MiB, cut at a newline) is cut into
+//!    `WALKS` equal segments whose walks run in lock step in one loop, and
+//!    the CPU overlaps their independent look-ups (two to three times the
+//!    speed of one walk). Each walk starts the longest keyword's length
+//!    early, so it is in the right state where its segment starts, even
+//!    mid-line. A walk that reaches `MATCH` reports its line and resumes at
+//!    the next line start, so a long line full of keywords still costs one
+//!    pass.
+//! 2. Only those lines are decoded and classified: the keywords found in
+//!    the line (all overlapping matches) name the signatures, whose regular
+//!    expressions are then checked.
+//!
+//! The first pass gives exactly the lines the keyword automaton matches: it
+//! needs no guess about which bytes are rare in logs, so its speed does not
+//! depend on the log's text, and it stays exact whatever keywords the rules
+//! add (the tests compare it with a plain leftmost-first search on generated
+//! logs). Memory stays flat whatever the log's size: two blocks of buffer,
+//! a bounded number of hits per signature, and the first and last lines of
+//! the log, are all that is kept.
 
 use crate::causes::Cause;
 use crate::text::{clean_line, strip_log_prefix};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, MatchKind};
 use regex::Regex;
 use serde::Serialize;
 use std::io::{self, Read};
@@ -136,16 +159,170 @@ const FIRST_HITS: usize = 3;
 const LAST_HITS: usize = 12;
 const BLOCK: usize = 4 << 20;
 const MAX_LINE: usize = 4096;
+/// Independent walks of the keyword DFA run in lock step by the first pass.
+const WALKS: usize = 4;
+/// The first pass looks for candidate lines in sub-blocks of about this
+/// size, so the list of candidates it hands over stays small.
+const SUB_BLOCK: usize = 1 << 20;
 
 /// The compiled set of every signature.
 pub struct Catalog {
     sigs: Vec<&'static Signature>,
     regexes: Vec<Option<Regex>>,
-    ac: AhoCorasick,
+    /// Every keyword: reaching its match state means that a keyword ends
+    /// at the byte just read.
+    dfa: LineDfa,
     /// Automaton pattern index -> signatures using that keyword.
     by_pattern: Vec<Vec<usize>>,
     /// Finds keywords inside one line (all overlapping matches).
     line_ac: AhoCorasick,
+}
+
+/// The keyword automaton in the layout the first pass wants: a dense
+/// table of `u32` row offsets, rows in breadth-first order from the start
+/// state (the states that ordinary text visits sit together in cache), and
+/// every match state merged into one row, `MATCH`, whose transitions are
+/// never taken (a walk that reaches it moves on to the next line).
+struct LineDfa {
+    /// Byte -> column: bytes that occur in no keyword share column 0, and
+    /// the two cases of a letter share one.
+    classes: [u8; 256],
+    /// `trans[row + class]` is the row of the next state.
+    trans: Vec<u32>,
+    start: u32,
+    /// The longest keyword's length less one: a walk started this many
+    /// bytes before a position is in the right state there.
+    warm_up: usize,
+}
+
+impl LineDfa {
+    const MATCH: u32 = 0;
+
+    /// From lowercase keywords, none empty.
+    fn new(keywords: &[String]) -> LineDfa {
+        let dfa = aho_corasick::dfa::Builder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .prefilter(false)
+            .build(keywords)
+            .expect("keywords build");
+        let mut in_keyword = [false; 256];
+        for k in keywords {
+            for &b in k.as_bytes() {
+                in_keyword[usize::from(b.to_ascii_lowercase())] = true;
+            }
+        }
+        // One representative byte per column; column 0 gets a byte that is
+        // in no keyword (if every byte is in one, column 0 is never used).
+        let mut reps: Vec<u8> = vec![
+            (0..=255u8)
+                .find(|&b| !in_keyword[usize::from(b)])
+                .unwrap_or(0),
+        ];
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            let folded = b.to_ascii_lowercase();
+            if !in_keyword[usize::from(folded)] {
+                continue;
+            }
+            if folded == b {
+                classes[usize::from(b)] = u8::try_from(reps.len()).expect("at most 231 columns");
+                reps.push(b);
+            }
+        }
+        for b in b'A'..=b'Z' {
+            classes[usize::from(b)] = classes[usize::from(b.to_ascii_lowercase())];
+        }
+        let stride = reps.len();
+        // Breadth-first from the start state; row 0 is MATCH.
+        let start = dfa
+            .start_state(Anchored::No)
+            .expect("the DFA supports unanchored searches");
+        let mut row_of: Vec<u32> = Vec::new();
+        let mut order: Vec<StateID> = vec![start];
+        let mut trans: Vec<u32> = vec![0; 2 * stride];
+        set_row(&mut row_of, start, 1);
+        let mut next_row = 2u32;
+        let mut i = 0;
+        while i < order.len() {
+            let sid = order[i];
+            let row = i + 1;
+            for (c, &rep) in reps.iter().enumerate() {
+                let to = dfa.next_state(Anchored::No, sid, rep);
+                let target = if dfa.is_match(to) {
+                    Self::MATCH
+                } else {
+                    match row_of.get(to.as_usize()).copied().filter(|&r| r != 0) {
+                        Some(r) => r,
+                        None => {
+                            let r = next_row;
+                            next_row += 1;
+                            set_row(&mut row_of, to, r);
+                            order.push(to);
+                            trans.resize(trans.len() + stride, 0);
+                            r
+                        }
+                    }
+                };
+                trans[row * stride + c] = target;
+            }
+            i += 1;
+        }
+        // Row numbers to row offsets; MATCH's row leads back to the start.
+        let offset = |r: u32| -> u32 {
+            u32::try_from(r as usize * stride).expect("keyword automaton fits u32 offsets")
+        };
+        for t in &mut trans[stride..] {
+            *t = offset(*t);
+        }
+        let start = offset(1);
+        for t in &mut trans[..stride] {
+            *t = start;
+        }
+        LineDfa {
+            classes,
+            trans,
+            start,
+            warm_up: keywords.iter().map(|k| k.len()).max().unwrap_or(1) - 1,
+        }
+    }
+}
+
+/// The first pass's inner loop, on its own so that its state stays in
+/// registers: walk `k` reads `segs[k]` (all of one length) from `state[k]`,
+/// one byte of each walk per step. Stops at the first walk to reach
+/// `LineDfa::MATCH`, with its index and the step's.
+#[inline(never)]
+fn lock_steps<const K: usize>(
+    trans: &[u32],
+    classes: &[u8; 256],
+    segs: [&[u8]; K],
+    state: &mut [usize; K],
+) -> Option<(usize, usize)> {
+    let steps = segs.iter().map(|s| s.len()).min().unwrap_or(0);
+    // All of one length, as the compiler can see: no bounds checks on them.
+    let segs = segs.map(|s| &s[..steps]);
+    let mut st = *state;
+    for i in 0..steps {
+        for k in 0..K {
+            let next = trans[st[k] + usize::from(classes[usize::from(segs[k][i])])];
+            st[k] = next as usize;
+            if next == LineDfa::MATCH {
+                *state = st;
+                return Some((k, i));
+            }
+        }
+    }
+    *state = st;
+    None
+}
+
+fn set_row(row_of: &mut Vec<u32>, sid: StateID, row: u32) {
+    let i = sid.as_usize();
+    if row_of.len() <= i {
+        row_of.resize(i + 1, 0);
+    }
+    row_of[i] = row;
 }
 
 impl Catalog {
@@ -156,6 +333,13 @@ impl Catalog {
         let mut by_pattern: Vec<Vec<usize>> = Vec::new();
         for (i, s) in sigs.iter().enumerate() {
             for k in s.keywords {
+                // The first pass reports lines, and relies on a keyword
+                // never spanning two of them.
+                assert!(
+                    !k.is_empty() && !k.contains('\n'),
+                    "signature {}: keyword {k:?} is empty or spans lines",
+                    s.id
+                );
                 let k = k.to_ascii_lowercase();
                 match keywords.iter().position(|x| *x == k) {
                     Some(p) => by_pattern[p].push(i),
@@ -173,12 +357,7 @@ impl Catalog {
                     .map(|r| Regex::new(r).unwrap_or_else(|e| panic!("signature {}: {e}", s.id)))
             })
             .collect();
-        let ac = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostFirst)
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&keywords)
-            .expect("keywords build");
+        let dfa = LineDfa::new(&keywords);
         let line_ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .build(&keywords)
@@ -186,7 +365,7 @@ impl Catalog {
         Catalog {
             sigs,
             regexes,
-            ac,
+            dfa,
             by_pattern,
             line_ac,
         }
@@ -230,33 +409,57 @@ impl Catalog {
     /// Scan a log from a reader, in one pass and bounded memory.
     pub fn scan<R: Read>(
         &self,
-        mut reader: R,
+        reader: R,
         file: &str,
         kind: LogKind,
         container: Option<String>,
     ) -> io::Result<LogScan> {
+        self.scan_with(
+            reader,
+            file,
+            kind,
+            container,
+            &|block: &[u8], out: &mut Vec<usize>| self.candidate_lines(block, out),
+        )
+    }
+
+    /// `scan`, with the first pass (which lines hold a keyword) given.
+    fn scan_with<R: Read>(
+        &self,
+        mut reader: R,
+        file: &str,
+        kind: LogKind,
+        container: Option<String>,
+        candidates: &dyn Fn(&[u8], &mut Vec<usize>),
+    ) -> io::Result<LogScan> {
         let mut st = ScanState::new(file, kind, container);
-        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK + MAX_LINE);
-        let mut chunk = vec![0u8; BLOCK];
+        // Read straight into the buffer, after the unfinished line that the
+        // last block left: it holds at most 2 * BLOCK bytes.
+        let mut buf: Vec<u8> = vec![0; BLOCK];
+        let mut filled = 0;
         loop {
-            let n = read_full(&mut reader, &mut chunk)?;
+            if buf.len() < filled + BLOCK {
+                buf.resize(filled + BLOCK, 0);
+            }
+            let n = read_full(&mut reader, &mut buf[filled..filled + BLOCK])?;
             if n == 0 {
                 break;
             }
-            buf.extend_from_slice(&chunk[..n]);
+            filled += n;
             // Process every complete line; keep the unfinished last line.
-            let cut = match memchr::memrchr(b'\n', &buf) {
+            let cut = match memchr::memrchr(b'\n', &buf[..filled]) {
                 Some(i) => i + 1,
-                None if buf.len() > BLOCK => buf.len(),
+                None if filled > BLOCK => filled,
                 None => continue,
             };
-            self.scan_block(&buf[..cut], &mut st);
-            buf.drain(..cut);
+            self.scan_block(&buf[..cut], &mut st, candidates);
+            buf.copy_within(cut..filled, 0);
+            filled -= cut;
         }
-        if !buf.is_empty() {
-            let mut last = std::mem::take(&mut buf);
-            last.push(b'\n');
-            self.scan_block(&last, &mut st);
+        if filled > 0 {
+            buf.truncate(filled);
+            buf.push(b'\n');
+            self.scan_block(&buf, &mut st, candidates);
             st.bytes -= 1;
         }
         Ok(st.finish())
@@ -274,10 +477,113 @@ impl Catalog {
             .unwrap_or_else(|_| ScanState::new(file, kind, None).finish())
     }
 
-    fn scan_block(&self, block: &[u8], st: &mut ScanState) {
+    /// The first pass: appends to `out` the offset of the start of every line
+    /// of `block` that contains a keyword (in any ASCII case), in order.
+    /// A line ends at `\n` or at the end of `block`.
+    ///
+    /// The DFA's speed is bound by the latency of its table look-ups, one
+    /// after the other. So the block is cut into `WALKS` segments, and one
+    /// walk per segment runs in the same loop: the CPU overlaps their
+    /// independent look-ups. A walk that reaches the match state has read a
+    /// keyword's last byte; it reports that line and resumes at the next one
+    /// (a keyword never spans lines, and a newline always leads back to the
+    /// start state), so a long line costs one pass.
+    pub fn candidate_lines(&self, block: &[u8], out: &mut Vec<usize>) {
+        self.candidate_lines_walks::<WALKS>(block, out);
+    }
+
+    /// `candidate_lines` with `K` walks (for the benchmark).
+    #[doc(hidden)]
+    pub fn candidate_lines_walks<const K: usize>(&self, block: &[u8], out: &mut Vec<usize>) {
+        const { assert!(K > 0, "at least one walk") };
+        let first = out.len();
+        let len = block.len();
+        // Walk k reports the matches that end in [len / K * k, seg_end[k]).
+        // A keyword ending there starts at most `warm_up` bytes earlier, and
+        // a walk started in the start state finds every keyword that starts
+        // where it starts or later: so walk k starts `warm_up` bytes early
+        // (possibly mid-line). A line reported by two walks is kept once.
+        let warm_up = self.dfa.warm_up;
+        let mut pos = [0usize; K];
+        let mut seg_end = [len; K];
+        for k in 0..K {
+            pos[k] = (len / K * k).saturating_sub(warm_up);
+            if k + 1 < K {
+                seg_end[k] = len / K * (k + 1);
+            }
+        }
+        let d = &self.dfa;
+        let (trans, classes) = (&d.trans[..], &d.classes);
+        let start = d.start as usize;
+        let mut state = [start; K];
+        loop {
+            // Lock steps while every walk has bytes left.
+            let steps = (0..K).map(|k| seg_end[k] - pos[k]).min().unwrap_or(0);
+            if steps == 0 {
+                break;
+            }
+            let segs: [&[u8]; K] = std::array::from_fn(|k| &block[pos[k]..pos[k] + steps]);
+            let matched = lock_steps(trans, classes, segs, &mut state);
+            let Some((hit, i)) = matched else {
+                for p in &mut pos {
+                    *p += steps;
+                }
+                continue;
+            };
+            // Walks up to `hit` have read byte `i` of this run, the others not.
+            for (k, p) in pos.iter_mut().enumerate() {
+                *p += i + usize::from(k <= hit);
+            }
+            pos[hit] = self.report_line(block, pos[hit] - 1, seg_end[hit], out);
+            state[hit] = start;
+        }
+        // Walks with bytes left finish alone.
+        for k in 0..K {
+            while pos[k] < seg_end[k] {
+                let next = trans[state[k] + usize::from(classes[usize::from(block[pos[k]])])];
+                pos[k] += 1;
+                state[k] = next as usize;
+                if next == LineDfa::MATCH {
+                    pos[k] = self.report_line(block, pos[k] - 1, seg_end[k], out);
+                    state[k] = start;
+                }
+            }
+        }
+        // Each walk's lines are in order, and the walks' segments follow
+        // each other, but the walks reported them interleaved; a line across
+        // a segment boundary may come from both walks.
+        out[first..].sort_unstable();
+        let mut kept = first;
+        for i in first..out.len() {
+            if kept == first || out[i] != out[kept - 1] {
+                out[kept] = out[i];
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+    }
+
+    /// A keyword ends at `block[last]`: report its line and return where the
+    /// next line starts (at most `seg_end`).
+    fn report_line(
+        &self,
+        block: &[u8],
+        last: usize,
+        seg_end: usize,
+        out: &mut Vec<usize>,
+    ) -> usize {
+        out.push(memchr::memrchr(b'\n', &block[..last]).map_or(0, |i| i + 1));
+        memchr::memchr(b'\n', &block[last..seg_end]).map_or(seg_end, |i| last + i + 1)
+    }
+
+    fn scan_block(
+        &self,
+        block: &[u8],
+        st: &mut ScanState,
+        candidates: &dyn Fn(&[u8], &mut Vec<usize>),
+    ) {
         st.bytes += block.len() as u64;
         let first_line = st.lines + 1;
-        let lines_in_block = memchr::memchr_iter(b'\n', block).count() as u64;
 
         // Head: the first lines of the log.
         if st.head.len() < HEAD_LINES {
@@ -292,29 +598,38 @@ impl Catalog {
             }
         }
 
-        // Keyword hits: decode and classify only the lines that have one.
-        // After a line is classified the search resumes at the next line, so
-        // a long line full of keywords costs one pass, not one per keyword.
+        // Keyword hits: decode and classify only the lines that have one,
+        // a sub-block at a time. `line_no` is the number of the line that
+        // starts at `counted_to`.
         let mut counted_to = 0usize;
         let mut line_no = first_line;
-        let mut pos = 0usize;
-        while pos < block.len() {
-            let Some(m) = self.ac.find(aho_corasick::Input::new(block).range(pos..)) else {
-                break;
+        let mut lines = std::mem::take(&mut st.candidates);
+        let mut sub = 0usize;
+        while sub < block.len() {
+            let at = sub + SUB_BLOCK;
+            let sub_end = if at >= block.len() {
+                block.len()
+            } else {
+                memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i + 1)
             };
-            let start = memchr::memrchr(b'\n', &block[pos..m.start()]).map_or(pos, |i| pos + i + 1);
-            let end =
-                memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
-            line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
-            counted_to = start;
-            let line = st.make_line(line_no, &block[start..end]);
-            for sig in self.classify(&line.text) {
-                st.record(sig, line.clone());
+            lines.clear();
+            candidates(&block[sub..sub_end], &mut lines);
+            for &offset in &lines {
+                let start = sub + offset;
+                let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
+                line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
+                counted_to = start;
+                let line = st.make_line(line_no, &block[start..end]);
+                for sig in self.classify(&line.text) {
+                    st.record(sig, line.clone());
+                }
             }
-            pos = end + 1;
+            sub = sub_end;
         }
-
-        st.lines += lines_in_block;
+        lines.clear();
+        st.candidates = lines;
+        st.lines +=
+            line_no - first_line + memchr::memchr_iter(b'\n', &block[counted_to..]).count() as u64;
 
         // Tail: the last lines seen so far.
         let mut ends: Vec<usize> = Vec::with_capacity(TAIL_LINES + 1);
@@ -377,6 +692,8 @@ struct ScanState {
     /// Per signature id: first hits, then a ring of the latest.
     hits: Vec<(&'static str, Vec<Hit>, Vec<Hit>, u64)>,
     invalid_utf8: bool,
+    /// Reused buffer: offsets of the candidate lines of a sub-block.
+    candidates: Vec<usize>,
 }
 
 static DECISIVE: LazyLock<Regex> = LazyLock::new(|| {
@@ -402,6 +719,7 @@ impl ScanState {
             tail: Vec::new(),
             hits: Vec::new(),
             invalid_utf8: false,
+            candidates: Vec::new(),
         }
     }
 
@@ -556,5 +874,327 @@ mod tests {
             None,
         );
         assert_eq!(s.pod_hint.as_deref(), Some("web-6468f86645-x98pq"));
+    }
+
+    // ------------------------------------------------ the first pass against the exact search
+
+    /// The first pass as it was before the lock-step walks: a leftmost-first
+    /// Aho-Corasick DFA over the block, the line of each match, resuming at
+    /// the next line. The reference the fast pass must agree with.
+    struct Exact(AhoCorasick);
+
+    impl Exact {
+        fn new() -> Exact {
+            let mut keywords: Vec<String> = Vec::new();
+            for s in crate::rules::all_signatures() {
+                for k in s.keywords {
+                    keywords.push(k.to_ascii_lowercase());
+                }
+            }
+            Exact(
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                    .build(&keywords)
+                    .expect("keywords build"),
+            )
+        }
+
+        fn lines(&self, block: &[u8], out: &mut Vec<usize>) {
+            let mut pos = 0usize;
+            while pos < block.len() {
+                let Some(m) = self.0.find(aho_corasick::Input::new(block).range(pos..)) else {
+                    break;
+                };
+                let start =
+                    memchr::memrchr(b'\n', &block[pos..m.start()]).map_or(pos, |i| pos + i + 1);
+                let end = memchr::memchr(b'\n', &block[m.start()..])
+                    .map_or(block.len(), |i| m.start() + i);
+                out.push(start);
+                pos = end + 1;
+            }
+        }
+    }
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            // xorshift64*
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+        fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+            &v[self.below(v.len())]
+        }
+    }
+
+    fn all_keywords() -> Vec<&'static str> {
+        crate::rules::all_signatures()
+            .iter()
+            .flat_map(|s| s.keywords.iter().copied())
+            .collect()
+    }
+
+    /// `k` with each letter's case drawn at random.
+    fn mixed_case(rng: &mut Rng, k: &[u8]) -> Vec<u8> {
+        k.iter()
+            .map(|&b| {
+                if rng.below(2) == 0 {
+                    b.to_ascii_uppercase()
+                } else {
+                    b.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    }
+
+    /// A generated log: ordinary text, keywords in any case (whole, cut
+    /// short, or with one byte changed; `percent` of the words), invalid
+    /// UTF-8, CR and CRLF line ends, empty lines and, when `long` allows,
+    /// lines of up to `long` bytes; with or without a final newline.
+    fn generate(rng: &mut Rng, lines: usize, long: usize, percent: usize) -> Vec<u8> {
+        const WORDS: &[&str] = &[
+            "INFO",
+            "the",
+            "request",
+            "completed",
+            "in",
+            "0.42s",
+            "GPU",
+            "KV",
+            "cache",
+            "usage:",
+            "{\"level\":\"info\",",
+            "\"msg\":",
+            "200",
+            "OK",
+            "10.244.3.7:8000",
+            "-",
+            "[engine.py:275]",
+            "tokens/s,",
+            "Running:",
+            "2025-06-05T06:17:02.123456789Z",
+            "stdout",
+            "F",
+            "\t",
+            "é",
+            "→",
+        ];
+        let keywords = all_keywords();
+        let mut out = Vec::new();
+        for _ in 0..lines {
+            let len = match rng.below(40) {
+                0 if long > 0 => 1 + rng.below(long),
+                1 => 0,
+                _ => rng.below(200),
+            };
+            let start = out.len();
+            while out.len() - start < len {
+                if rng.below(100) < percent {
+                    let k = rng.pick(&keywords).as_bytes();
+                    let mut k = mixed_case(rng, k);
+                    match rng.below(4) {
+                        // Cut short: a near miss, unless another keyword is left.
+                        0 => k.truncate(rng.below(k.len())),
+                        // One byte changed.
+                        1 => {
+                            let i = rng.below(k.len());
+                            k[i] = b"xZ_ 9\xff"[rng.below(6)];
+                        }
+                        _ => {}
+                    }
+                    out.extend_from_slice(&k);
+                } else {
+                    match rng.below(9) {
+                        0 => out
+                            .extend_from_slice(&[0xff, 0xc3, 0x28, 0xe2, 0x82][..1 + rng.below(5)]),
+                        1 => out.push(b'\r'),
+                        2 => out.push(rng.below(256) as u8),
+                        _ => out.extend_from_slice(rng.pick(WORDS).as_bytes()),
+                    }
+                }
+                if rng.below(3) > 0 {
+                    out.push(b' ');
+                }
+            }
+            // Any newline inserted by a random byte starts a new line: fine.
+            if rng.below(10) == 0 {
+                out.push(b'\r');
+            }
+            out.push(b'\n');
+        }
+        if rng.below(2) == 0 {
+            out.pop();
+        }
+        out
+    }
+
+    /// The two cases of a letter take the same column of the first pass's
+    /// table, so a keyword in any ASCII case walks the same states as in
+    /// lowercase; then every keyword, written in lowercase (and, for good
+    /// measure, in uppercase and mixed case) selects its line.
+    #[test]
+    fn every_keyword_in_any_case_selects_its_line() {
+        let cat = Catalog::global();
+        for b in b'a'..=b'z' {
+            let (lower, upper) = (usize::from(b), usize::from(b.to_ascii_uppercase()));
+            assert_eq!(cat.dfa.classes[lower], cat.dfa.classes[upper]);
+        }
+        let mut rng = Rng(0x5eed);
+        for k in all_keywords() {
+            let variants = [
+                k.to_ascii_lowercase().into_bytes(),
+                k.to_ascii_uppercase().into_bytes(),
+                mixed_case(&mut rng, k.as_bytes()),
+                mixed_case(&mut rng, k.as_bytes()),
+            ];
+            for v in variants {
+                let around: [(&[u8], &[u8]); 4] =
+                    [(b"", b""), (b"x ", b" y"), (b"\r", b"\r"), (b"\xff", b"")];
+                for (before, after) in around {
+                    let mut block = b"plain line\n".to_vec();
+                    block.extend_from_slice(before);
+                    block.extend_from_slice(&v);
+                    block.extend_from_slice(after);
+                    block.extend_from_slice(b"\nanother plain line\n");
+                    let mut got = Vec::new();
+                    cat.candidate_lines(&block, &mut got);
+                    assert!(
+                        got.contains(&11),
+                        "keyword {k:?} written {:?} not found: {got:?}",
+                        String::from_utf8_lossy(&v)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn candidate_lines_agree_with_the_exact_search() {
+        let cat = Catalog::global();
+        let exact = Exact::new();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for round in 0..300 {
+            let long = if round % 7 == 0 { 20_000 } else { 0 };
+            let block = generate(&mut rng, 1 + round % 60, long, 1 + round % 30);
+            let mut want = Vec::new();
+            exact.lines(&block, &mut want);
+            let mut got = Vec::new();
+            cat.candidate_lines(&block, &mut got);
+            assert_eq!(
+                got,
+                want,
+                "round {round}: {:?}",
+                String::from_utf8_lossy(&block)
+            );
+            for (k, got) in [
+                (1, walks::<1>(cat, &block)),
+                (2, walks::<2>(cat, &block)),
+                (3, walks::<3>(cat, &block)),
+                (7, walks::<7>(cat, &block)),
+            ] {
+                assert_eq!(got, want, "round {round}, {k} walks");
+            }
+        }
+    }
+
+    /// Every keyword at every offset of a one-line block, so that it lies
+    /// before, across and after the points where the walks' segments meet.
+    #[test]
+    fn keywords_across_segment_boundaries() {
+        let cat = Catalog::global();
+        let exact = Exact::new();
+        let mut rng = Rng(3);
+        for k in all_keywords() {
+            let k = mixed_case(&mut rng, k.as_bytes());
+            let width = 2 * k.len() + 8;
+            for at in 0..=width - k.len() {
+                let mut block = vec![b'.'; width];
+                block[at..at + k.len()].copy_from_slice(&k);
+                let mut want = Vec::new();
+                exact.lines(&block, &mut want);
+                assert_eq!(want, [0]);
+                for got in [
+                    walks::<2>(cat, &block),
+                    walks::<3>(cat, &block),
+                    walks::<4>(cat, &block),
+                ] {
+                    assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&block));
+                }
+            }
+        }
+    }
+
+    fn walks<const K: usize>(cat: &Catalog, block: &[u8]) -> Vec<usize> {
+        let mut v = vec![usize::MAX]; // appends after what `out` holds
+        cat.candidate_lines_walks::<K>(block, &mut v);
+        v.remove(0);
+        v
+    }
+
+    /// Everything a scan reports, to compare two scans.
+    fn summary(s: &LogScan) -> String {
+        let hits: Vec<_> = s
+            .hits
+            .iter()
+            .map(|h| (h.sig.id, h.line.number, &h.line.text, h.decisive))
+            .collect();
+        format!(
+            "lines={} bytes={} utf8={} dropped={} pod={:?}\nhits={hits:?}\nhead={:?}\ntail={:?}",
+            s.lines, s.bytes, s.invalid_utf8, s.dropped_hits, s.pod_hint, s.head, s.tail
+        )
+    }
+
+    fn both_ways(log: &[u8]) -> (String, String) {
+        let cat = Catalog::global();
+        let exact = Exact::new();
+        let fast = cat
+            .scan(log, "x", LogKind::Previous, None)
+            .expect("reading a slice");
+        let slow = cat
+            .scan_with(log, "x", LogKind::Previous, None, &|b: &[u8],
+                                                            out: &mut Vec<
+                usize,
+            >| {
+                exact.lines(b, out)
+            })
+            .expect("reading a slice");
+        (summary(&fast), summary(&slow))
+    }
+
+    #[test]
+    fn scan_agrees_with_the_exact_path() {
+        let mut rng = Rng(42);
+        for round in 0..40 {
+            let lines = 1 + rng.below(400);
+            let log = generate(&mut rng, lines, if round % 4 == 0 { 9_000 } else { 0 }, 2);
+            let (fast, slow) = both_ways(&log);
+            assert_eq!(fast, slow, "round {round}");
+        }
+    }
+
+    /// Across blocks and sub-blocks, and through a line longer than a block
+    /// (which the reader cuts) with keywords on both sides of the cut.
+    #[test]
+    fn scan_agrees_with_the_exact_path_on_a_large_log() {
+        let mut rng = Rng(7);
+        let mut log = Vec::new();
+        while log.len() < BLOCK + BLOCK / 2 {
+            log.extend_from_slice(&generate(&mut rng, 2_000, 0, 0));
+            log.extend_from_slice(b"\nERROR: connection refused\n");
+        }
+        let mut long = b"Connection refused ".repeat((BLOCK + 1000) / 19);
+        long.extend_from_slice(b"tail of a long line: out of memory\n");
+        log.extend_from_slice(&long);
+        log.extend_from_slice(&generate(&mut rng, 2_000, 0, 1));
+        let (fast, slow) = both_ways(&log);
+        assert_eq!(fast, slow);
     }
 }
