@@ -43,8 +43,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,7 +139,7 @@ func cmdSetup(args []string) error {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name,
 				Annotations: map[string]string{
-					"kwok.x-k8s.io/node":          "fake",
+					"kwok.x-k8s.io/node":           "fake",
 					"node.alpha.kubernetes.io/ttl": "0",
 				},
 				Labels: map[string]string{
@@ -147,7 +147,7 @@ func cmdSetup(args []string) error {
 					"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 				},
 			},
-			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "crashdoc.test/storm", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+			Spec:   corev1.NodeSpec{Taints: []corev1.Taint{{Key: "crashdoc.test/storm", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 		}
 		if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -218,7 +218,9 @@ func cmdSetup(args []string) error {
 					continue
 				}
 				total++
-				if p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil {
+				// started by kwok (running), or already crash-looping from an earlier run
+				if p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 &&
+					(p.Status.ContainerStatuses[0].State.Running != nil || p.Status.ContainerStatuses[0].State.Waiting != nil) {
 					running++
 				}
 			}
