@@ -129,7 +129,7 @@ counter_is() { [[ $(restarts "$1") -ge $2 ]]; }
 # settled NAME: the queue is empty and every seen termination has a capture outcome
 settled() {
   local m; m=$(metrics "$1")
-  local q c r u
+  local q c r
   q=$(awk '$1 == "crashdoc_capture_queue_depth" {print $NF}' <<<"$m")
   c=$(awk '$1 ~ /^crashdoc_captures_total/ {s += $NF} END {print s + 0}' <<<"$m")
   r=$(awk '$1 ~ /^crashdoc_container_restarts_total/ && $1 !~ /reason="Unobserved"/ {s += $NF} END {print s + 0}' <<<"$m")
