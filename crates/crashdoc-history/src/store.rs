@@ -90,6 +90,8 @@ const K_NEXT_ID: &str = "next_id";
 const K_CAPTURES: &str = "captures";
 const K_BUNDLE_BYTES: &str = "bundle_bytes";
 const K_STORED_BYTES: &str = "stored_bytes";
+/// Unix milliseconds up to which a watcher was watching (its checkpoint).
+const K_WATCHED_UNTIL: &str = "watched_until_ms";
 
 /// The capture history in one file. `Send + Sync`: share it through an `Arc`;
 /// reads run concurrently, writes are serialized by redb.
@@ -395,6 +397,40 @@ impl Store {
     }
 
     /// Counts, sizes and time span of the history.
+    /// Record that a watcher was watching, with every termination up to
+    /// `at` reported. The next watcher on this file reports the terminations
+    /// of containers it has no record of that finished after it, so a
+    /// watcher that was killed loses nothing that happened while it was down.
+    pub fn set_checkpoint(&self, at: Timestamp) -> Result<(), HistoryError> {
+        let Db::Write(db) = &self.db else {
+            return Err(HistoryError::ReadOnly {
+                path: self.path.clone(),
+            });
+        };
+        guard(&self.path, || {
+            let txn = db.begin_write().map_err(|e| self.err(e))?;
+            {
+                let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+                let ms = u64::try_from(at.as_millisecond()).unwrap_or(0);
+                meta.insert(K_WATCHED_UNTIL, ms).map_err(|e| self.err(e))?;
+            }
+            txn.commit().map_err(|e| self.err(e))
+        })
+    }
+
+    /// The last [`Store::set_checkpoint`], if a watcher ever wrote one.
+    pub fn checkpoint(&self) -> Result<Option<Timestamp>, HistoryError> {
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+            let ms = meta
+                .get(K_WATCHED_UNTIL)
+                .map_err(|e| self.err(e))?
+                .map(|v| v.value());
+            Ok(ms.and_then(|ms| Timestamp::from_millisecond(i64::try_from(ms).ok()?).ok()))
+        })
+    }
+
     pub fn stats(&self) -> Result<Stats, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;

@@ -714,3 +714,23 @@ fn capture_serde_form() {
     let back: Capture = serde_json::from_value(json).unwrap();
     assert_eq!(back, Capture { bundle: None, ..c });
 }
+
+#[test]
+fn checkpoint_survives_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.redb");
+    let at: jiff::Timestamp = "2026-11-29T10:00:00.123Z".parse().unwrap();
+    {
+        let s = crashdoc_history::Store::open(&path).unwrap();
+        assert_eq!(s.checkpoint().unwrap(), None);
+        s.set_checkpoint(at).unwrap();
+    }
+    let s = crashdoc_history::Store::open(&path).unwrap();
+    assert_eq!(s.checkpoint().unwrap(), Some(at));
+    let r = crashdoc_history::Store::open_read_only(&path);
+    drop(s);
+    let r = r
+        .or_else(|_| crashdoc_history::Store::open_read_only(&path))
+        .unwrap();
+    assert!(r.set_checkpoint(at).is_err(), "read-only");
+}

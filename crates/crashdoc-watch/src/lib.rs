@@ -52,6 +52,7 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use track::{Seen, Termination, Tracker};
@@ -156,6 +157,20 @@ pub struct Summary {
     pub terminations: u64,
     pub unobserved: u64,
     pub captures: u64,
+    /// A leader's term: the whole second up to which it reported every
+    /// termination (what it writes on the Lease when it hands over).
+    pub reported_until: Option<jiff::Timestamp>,
+}
+
+/// `t` rounded down to its whole second (`finishedAt` has whole seconds).
+fn floor_sec(t: jiff::Timestamp) -> jiff::Timestamp {
+    jiff::Timestamp::from_second(t.as_second()).unwrap_or(t)
+}
+
+/// `t` rounded up to a whole second.
+fn ceil_sec(t: jiff::Timestamp) -> jiff::Timestamp {
+    let up = i64::from(t.subsec_nanosecond() > 0);
+    jiff::Timestamp::from_second(t.as_second() + up).unwrap_or(t)
 }
 
 fn log(msg: &str) {
@@ -254,13 +269,24 @@ pub async fn run(
         metrics,
         health,
         webhooks,
+        pending: Arc::new(AtomicI64::new(0)),
     };
     let summary = match shared.cfg.leader.clone() {
         None => {
             shared.metrics.leader.set(1);
             // One instance: the history knows what was reported before a
             // restart, so containers it knows resume from there.
-            let since = (!shared.cfg.capture_existing).then(jiff::Timestamp::now);
+            // Containers it has no record of: terminations since the last
+            // checkpoint of the history (what happened while no watcher
+            // ran), else since the start (a second of slack: finishedAt
+            // has whole seconds).
+            let since = (!shared.cfg.capture_existing).then(|| {
+                let now = jiff::Timestamp::now();
+                match shared.store.checkpoint() {
+                    Ok(Some(cp)) if cp < now => floor_sec(cp),
+                    _ => floor_sec(now) - jiff::SignedDuration::from_secs(1),
+                }
+            });
             shared.session(since, true, shutdown).await
         }
         Some(le) => shared.lead(le, shutdown).await?,
@@ -277,6 +303,8 @@ struct Shared {
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     webhooks: Vec<Arc<notify::Webhook>>,
+    /// Terminations observed and not yet stored (or given up on).
+    pending: Arc<AtomicI64>,
 }
 
 impl Shared {
@@ -353,7 +381,12 @@ impl Shared {
                         }
                     }
                     s = &mut session => {
-                        if let Ok(s) = s { total.terminations += s.terminations; total.unobserved += s.unobserved; total.captures += s.captures; }
+                        if let Ok(s) = s {
+                            total.terminations += s.terminations;
+                            total.unobserved += s.unobserved;
+                            total.captures += s.captures;
+                            total.reported_until = s.reported_until;
+                        }
                         break;
                     }
                 }
@@ -376,7 +409,8 @@ impl Shared {
     /// reported terminations this one's history does not know: a term never
     /// resumes from the local history, only from this instant.
     async fn handover(&self, le: &LeaderElection, grace: u64) -> jiff::Timestamp {
-        let floor = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(grace as i64);
+        let floor =
+            ceil_sec(jiff::Timestamp::now() - jiff::SignedDuration::from_secs(grace as i64));
         let api: Api<Lease> = Api::namespaced(self.client.clone(), &le.lease_namespace);
         let noted = match api.get_opt(&le.lease_name).await {
             Ok(Some(l)) => l
@@ -386,10 +420,23 @@ impl Shared {
                 .and_then(|t| t.parse::<jiff::Timestamp>().ok()),
             _ => None,
         };
-        match noted {
-            Some(t) if t > floor => t,
-            _ => floor,
+        let Some(t) = noted else { return floor };
+        // Consumed: a later term whose leader dies without handing over must
+        // not take this stale instant for its own.
+        let patch = serde_json::json!({"metadata": {"annotations": {REPORTED_UNTIL: null}}});
+        if let Err(e) = api
+            .patch(
+                &le.lease_name,
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            log(&format!(
+                "leader election: cannot clear the hand-over note: {e}"
+            ));
         }
+        t
     }
 
     async fn release(
@@ -402,12 +449,11 @@ impl Shared {
     ) -> Result<Summary, WatchError> {
         // Closing the channel stops the manager's task; releasing the Lease
         // lets a standby take over at once instead of after its expiry.
-        let was_leading = *leading.borrow();
-        if was_leading && let Some(le) = &self.cfg.leader {
+        if let (Some(le), Some(until)) = (&self.cfg.leader, total.reported_until) {
             // Tell the next leader where to take over.
             let api: Api<Lease> = Api::namespaced(self.client.clone(), &le.lease_namespace);
             let patch = serde_json::json!({"metadata": {"annotations": {
-                REPORTED_UNTIL: jiff::Timestamp::now().to_string()}}});
+                REPORTED_UNTIL: until.to_string()}}});
             if let Err(e) = api
                 .patch(
                     &le.lease_name,
@@ -482,10 +528,40 @@ impl Shared {
         let mut summary = Summary::default();
         let mut in_view: HashSet<String> = HashSet::new();
         let mut listing: HashSet<String> = HashSet::new();
+        // The history's checkpoint: while nothing observed is still on its
+        // way to the database, every termination up to now is stored.
+        let checkpointer = resume_from_history.then(|| {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(5));
+                loop {
+                    tick.tick().await;
+                    me.checkpoint().await;
+                }
+            })
+        });
+        // A leader hands over at a whole second: after the stop it goes on
+        // reading events until that second has passed (plus the events'
+        // latency), reporting only terminations that finished before it; the
+        // next leader reports those that finished at or after it.
+        let mut cutoff: Option<jiff::Timestamp> = None;
+        let deadline = tokio::time::sleep(Duration::from_secs(u64::MAX / 4));
+        tokio::pin!(deadline);
         tokio::pin!(stop);
         loop {
             let ev = tokio::select! {
-                _ = &mut stop => break,
+                _ = &mut stop, if cutoff.is_none() => {
+                    if resume_from_history {
+                        break;
+                    }
+                    let now = jiff::Timestamp::now();
+                    let c = ceil_sec(now);
+                    cutoff = Some(c);
+                    let wait = (c - now).unsigned_abs() + Duration::from_millis(500);
+                    deadline.as_mut().reset(tokio::time::Instant::now() + wait);
+                    continue;
+                }
+                _ = &mut deadline => break,
                 ev = stream.next() => match ev { Some(ev) => ev, None => break },
             };
             self.metrics.watch_events.inc();
@@ -576,6 +652,12 @@ impl Shared {
                         ));
                     }
                     Seen::Terminated(term) => {
+                        if let (Some(c), Some(f)) = (cutoff, term.finished_at)
+                            && f >= c
+                        {
+                            // The next leader's.
+                            continue;
+                        }
                         summary.terminations += 1;
                         self.metrics.restart(
                             RestartLabels {
@@ -599,13 +681,17 @@ impl Shared {
                         match job_tx.try_send(job) {
                             Ok(()) => {
                                 self.metrics.queue_depth.inc();
+                                self.pending.fetch_add(1, Ordering::SeqCst);
                             }
                             Err(mpsc::error::TrySendError::Full(job))
                             | Err(mpsc::error::TrySendError::Closed(job)) => {
                                 // Backlog: keep what the status says (off
                                 // this loop, so the watch keeps up).
-                                if shed_tx.try_send(job).is_err() {
-                                    self.metrics.capture("failed");
+                                match shed_tx.try_send(job) {
+                                    Ok(()) => {
+                                        self.pending.fetch_add(1, Ordering::SeqCst);
+                                    }
+                                    Err(_) => self.metrics.capture("failed"),
                                 }
                             }
                         }
@@ -624,6 +710,11 @@ impl Shared {
         })
         .await;
         summary.captures = drained.unwrap_or_default();
+        if let Some(c) = checkpointer {
+            c.abort();
+            self.checkpoint().await;
+        }
+        summary.reported_until = cutoff;
         summary
     }
 
@@ -638,10 +729,26 @@ impl Shared {
                     let rec = me.capture(job).await;
                     if out.send(rec).await.is_err() {
                         me.metrics.capture("failed");
+                        me.pending.fetch_sub(1, Ordering::SeqCst);
                     }
                 }
             })
             .await;
+    }
+
+    /// Advance the history's checkpoint to now when nothing observed is
+    /// still waiting to be stored and the watch is up to date.
+    async fn checkpoint(&self) {
+        if self.pending.load(Ordering::SeqCst) != 0 || self.health.get() != Readiness::Ready {
+            return;
+        }
+        let store = self.store.clone();
+        let now = jiff::Timestamp::now();
+        match tokio::task::spawn_blocking(move || store.set_checkpoint(now)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => log(&format!("history: cannot write the checkpoint: {e}")),
+            Err(_) => {}
+        }
     }
 
     /// Records from the pod status alone for terminations the capture queue
@@ -661,10 +768,12 @@ impl Shared {
             .unwrap_or_default();
             for _ in recs.len()..n {
                 self.metrics.capture("failed");
+                self.pending.fetch_sub(1, Ordering::SeqCst);
             }
             for r in recs {
                 if out.send(r).await.is_err() {
                     self.metrics.capture("failed");
+                    self.pending.fetch_sub(1, Ordering::SeqCst);
                 }
             }
         }
@@ -691,12 +800,15 @@ impl Shared {
         let mut buf: Vec<Capture> = Vec::with_capacity(256);
         while rx.recv_many(&mut buf, 256).await > 0 {
             let batch = std::mem::take(&mut buf);
+            let n = batch.len() as i64;
             let store = self.store.clone();
             let res = tokio::task::spawn_blocking(move || {
                 let r = store.insert_batch(&batch);
                 (batch, r)
             })
             .await;
+            // Stored (or failed for good): no longer on their way.
+            self.pending.fetch_sub(n, Ordering::SeqCst);
             let (batch, result) = match res {
                 Ok(x) => x,
                 Err(e) => {

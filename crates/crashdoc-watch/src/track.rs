@@ -82,11 +82,13 @@ pub fn workload_of(pod: &Pod) -> Option<(String, String)> {
 /// Remembers, per container, the last termination reported.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    /// Highest `N` reported (or known from the history) per container.
+    /// Highest `N` reported (or known from the history, or -1 + the restart
+    /// count of a container first seen without a termination) per container.
     last: HashMap<ContainerId, i32>,
     /// Terminations that finished before this instant, on containers the
     /// tracker has no baseline for, are history: not reported (another
-    /// replica or an earlier run may have). `None`: report them.
+    /// replica or an earlier run may have). `None`: report them. Compared
+    /// with `finishedAt`, which has whole seconds: give a whole second.
     since: Option<jiff::Timestamp>,
 }
 
@@ -160,7 +162,14 @@ impl Tracker {
         ];
         for (statuses, init) in groups {
             for cs in statuses.into_iter().flatten() {
-                let Some(t) = terminated(cs) else { continue };
+                let Some(t) = terminated(cs) else {
+                    // Seen without a termination: every later one is new,
+                    // judged by its restart count, never by its time.
+                    self.last
+                        .entry((uid.to_string(), cs.name.clone()))
+                        .or_insert(cs.restart_count - 1);
+                    continue;
+                };
                 let (n, state) = t;
                 // Exit 0 is a crash only where the container is meant to keep
                 // running: app containers under restartPolicy Always, and
@@ -393,7 +402,28 @@ mod tests {
                 "restartCount": 0, "state": {"running": {}}}]),
         );
         assert!(t.observe(&running).is_empty());
-        assert!(t.is_empty());
+        // The running container has a baseline: its next termination is new.
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn a_container_seen_running_is_judged_by_its_restart_count_not_by_time() {
+        // Started at 12:00:00.5; the first crash's finishedAt says 12:00:00
+        // (whole seconds), "before" the start, yet it came after: the
+        // container was seen running with restartCount 0.
+        let mut t = Tracker::new(Some("2026-11-29T12:00:01Z".parse().unwrap()));
+        let running = pod(
+            "u1",
+            json!([{"name": "app", "image": "x", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {}}}]),
+        );
+        assert!(t.observe(&running).is_empty());
+        let mut crashed = crashed(1, "Error", 1);
+        crashed[0]["lastState"]["terminated"]["finishedAt"] = json!("2026-11-29T12:00:00Z");
+        assert_eq!(
+            terms(&t.observe(&pod("u1", crashed))),
+            vec![("app".into(), 0)]
+        );
     }
 
     #[test]
