@@ -1,6 +1,6 @@
 //! The redb-backed store. The table layout is described in the crate docs.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::ops::Bound;
 use std::panic::AssertUnwindSafe;
@@ -45,6 +45,12 @@ const BLOBS: TableDefinition<(u64, u8, u32), &[u8]> =
     TableDefinition::new("crashdoc_history.blobs");
 /// (pod_uid, container, restart_count) → id.
 const KEYS: TableDefinition<(&str, &str, i32), u64> = TableDefinition::new("crashdoc_history.keys");
+/// (pod uid, container) → the highest restart count N whose termination is
+/// accounted for (captured, or seen before the watcher started), so that a
+/// restarted watcher counts the terminations it missed. Added in place
+/// (older files get it on the first write).
+const BASELINES: TableDefinition<(&str, &str), i32> =
+    TableDefinition::new("crashdoc_history.baselines");
 /// (scope, scope value, observed_at in ns, id) → row. Every capture is in
 /// scope ALL (value "") and in the scopes of its namespace, pod name, pod UID
 /// and owner name.
@@ -415,6 +421,64 @@ impl Store {
                 meta.insert(K_WATCHED_UNTIL, ms).map_err(|e| self.err(e))?;
             }
             txn.commit().map_err(|e| self.err(e))
+        })
+    }
+
+    /// Drop the baselines of the `forget` pods and, when `keep` is given, of
+    /// every pod not in it; then raise containers' baselines (never lowers
+    /// one). One transaction.
+    pub fn update_baselines(
+        &self,
+        set: &[(String, String, i32)],
+        forget: &HashSet<String>,
+        keep: Option<&HashSet<String>>,
+    ) -> Result<(), HistoryError> {
+        let Db::Write(db) = &self.db else {
+            return Err(HistoryError::ReadOnly {
+                path: self.path.clone(),
+            });
+        };
+        guard(&self.path, || {
+            let txn = db.begin_write().map_err(|e| self.err(e))?;
+            {
+                let mut t = txn.open_table(BASELINES).map_err(|e| self.err(e))?;
+                if !forget.is_empty() || keep.is_some() {
+                    t.retain(|(uid, _), _| {
+                        !forget.contains(uid) && keep.is_none_or(|k| k.contains(uid))
+                    })
+                    .map_err(|e| self.err(e))?;
+                }
+                for (uid, container, n) in set {
+                    let cur = t
+                        .get((uid.as_str(), container.as_str()))
+                        .map_err(|e| self.err(e))?
+                        .map(|v| v.value());
+                    if cur.is_none_or(|c| c < *n) {
+                        t.insert((uid.as_str(), container.as_str()), *n)
+                            .map_err(|e| self.err(e))?;
+                    }
+                }
+            }
+            txn.commit().map_err(|e| self.err(e))
+        })
+    }
+
+    /// Every container's baseline (see [`Store::update_baselines`]).
+    pub fn baselines(&self) -> Result<HashMap<(String, String), i32>, HistoryError> {
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let t = match txn.open_table(BASELINES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
+                Err(e) => return Err(self.err(e)),
+            };
+            let mut out = HashMap::new();
+            for entry in t.iter().map_err(|e| self.err(e))? {
+                let (k, v) = entry.map_err(|e| self.err(e))?;
+                let (uid, container) = k.value();
+                out.insert((uid.to_string(), container.to_string()), v.value());
+            }
+            Ok(out)
         })
     }
 

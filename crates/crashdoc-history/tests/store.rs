@@ -734,3 +734,31 @@ fn checkpoint_survives_a_reopen() {
         .unwrap();
     assert!(r.set_checkpoint(at).is_err(), "read-only");
 }
+
+#[test]
+fn baselines_only_rise_and_follow_the_pods() {
+    use std::collections::HashSet;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.redb");
+    let s = crashdoc_history::Store::open(&path).unwrap();
+    assert!(s.baselines().unwrap().is_empty());
+    let none = HashSet::new();
+    let set = |u: &str, n| (u.to_string(), "app".to_string(), n);
+    s.update_baselines(&[set("u1", 3), set("u2", 0)], &none, None)
+        .unwrap();
+    s.update_baselines(&[set("u1", 2)], &none, None).unwrap();
+    let b = s.baselines().unwrap();
+    assert_eq!(b[&("u1".into(), "app".into())], 3, "never lowered");
+    assert_eq!(b.len(), 2);
+    let forget: HashSet<String> = ["u2".to_string()].into();
+    s.update_baselines(&[set("u3", -1)], &forget, None).unwrap();
+    let keep: HashSet<String> = ["u3".to_string()].into();
+    s.update_baselines(&[], &none, Some(&keep)).unwrap();
+    drop(s);
+    let b = crashdoc_history::Store::open(&path)
+        .unwrap()
+        .baselines()
+        .unwrap();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[&("u3".into(), "app".into())], -1);
+}

@@ -61,6 +61,14 @@ use track::{Seen, Termination, Tracker};
 /// to which it reported terminations.
 pub const REPORTED_UNTIL: &str = "crashdoc.io/reported-until";
 
+/// A change to the persisted baselines.
+enum BaselineOp {
+    Set((String, String, i32)),
+    Forget(String),
+    /// After a list: every pod not in it is gone.
+    Keep(HashSet<String>),
+}
+
 const SHED: &str = "the capture queue was full (restart storm): logs and events were not read";
 
 /// Leader election on a Lease.
@@ -476,7 +484,15 @@ impl Shared {
 
     /// Baselines from the history: the last termination recorded per container.
     fn seeds(&self) -> HashMap<(String, String), i32> {
-        let mut out: HashMap<(String, String), i32> = HashMap::new();
+        let mut out: HashMap<(String, String), i32> = match self.store.baselines() {
+            Ok(b) => b,
+            Err(e) => {
+                log(&format!(
+                    "history: cannot read the containers' baselines: {e}"
+                ));
+                HashMap::new()
+            }
+        };
         match self.store.seen_keys() {
             Ok(keys) => {
                 for k in keys {
@@ -524,6 +540,9 @@ impl Shared {
         let (shed_tx, shed_rx) = mpsc::channel::<Job>(5_000);
         let shedder = tokio::spawn(self.clone().shedder(shed_rx, rec_tx.clone()));
 
+        // Baselines to persist (only when a later run resumes from them).
+        let (base_tx, base_rx) = mpsc::channel::<BaselineOp>(20_000);
+        let baseliner = resume_from_history.then(|| tokio::spawn(self.clone().baseliner(base_rx)));
         let mut stream = watcher(api, wc).default_backoff().boxed();
         let mut summary = Summary::default();
         let mut in_view: HashSet<String> = HashSet::new();
@@ -587,6 +606,9 @@ impl Shared {
                     // Pods gone while we were not watching: forget them.
                     tracker.retain_pods(&listing);
                     in_view = std::mem::take(&mut listing);
+                    if baseliner.is_some() {
+                        let _ = base_tx.try_send(BaselineOp::Keep(in_view.clone()));
+                    }
                     self.metrics.watched_pods.set(in_view.len() as i64);
                     self.metrics.tracked_containers.set(tracker.len() as i64);
                     self.health.set(Readiness::Ready);
@@ -606,6 +628,9 @@ impl Shared {
                 Ok(watcher::Event::Delete(p)) => {
                     if let Some(uid) = &p.metadata.uid {
                         tracker.forget(uid);
+                        if baseliner.is_some() {
+                            let _ = base_tx.try_send(BaselineOp::Forget(uid.clone()));
+                        }
                         in_view.remove(uid);
                         self.metrics.watched_pods.set(in_view.len() as i64);
                         self.metrics.tracked_containers.set(tracker.len() as i64);
@@ -620,6 +645,15 @@ impl Shared {
                 }
             };
             let seen = tracker.observe(&pod);
+            if baseliner.is_some() {
+                for b in tracker.take_fresh() {
+                    if base_tx.try_send(BaselineOp::Set(b)).is_ok() {
+                        self.pending.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            } else {
+                tracker.take_fresh();
+            }
             if seen.is_empty() {
                 continue;
             }
@@ -703,9 +737,13 @@ impl Shared {
         drop(job_tx);
         drop(shed_tx);
         drop(rec_tx);
+        drop(base_tx);
         let drained = tokio::time::timeout(Duration::from_secs(15), async {
             let _ = workers.await;
             let _ = shedder.await;
+            if let Some(b) = baseliner {
+                let _ = b.await;
+            }
             writer.await.unwrap_or_default()
         })
         .await;
@@ -734,6 +772,37 @@ impl Shared {
                 }
             })
             .await;
+    }
+
+    /// Persist baselines in batches (one transaction each).
+    async fn baseliner(self, mut rx: mpsc::Receiver<BaselineOp>) {
+        let mut buf: Vec<BaselineOp> = Vec::with_capacity(4096);
+        while rx.recv_many(&mut buf, 4096).await > 0 {
+            let mut set = Vec::new();
+            let mut forget = HashSet::new();
+            let mut keep = None;
+            for op in buf.drain(..) {
+                match op {
+                    BaselineOp::Set(b) => set.push(b),
+                    BaselineOp::Forget(uid) => {
+                        forget.insert(uid);
+                    }
+                    BaselineOp::Keep(k) => keep = Some(k),
+                }
+            }
+            let n = set.len() as i64;
+            let store = self.store.clone();
+            let res = tokio::task::spawn_blocking(move || {
+                store.update_baselines(&set, &forget, keep.as_ref())
+            })
+            .await;
+            self.pending.fetch_sub(n, Ordering::SeqCst);
+            if let Ok(Err(e)) = res {
+                log(&format!(
+                    "history: cannot store the containers' baselines: {e}"
+                ));
+            }
+        }
     }
 
     /// Advance the history's checkpoint to now when nothing observed is

@@ -90,6 +90,8 @@ pub struct Tracker {
     /// replica or an earlier run may have). `None`: report them. Compared
     /// with `finishedAt`, which has whole seconds: give a whole second.
     since: Option<jiff::Timestamp>,
+    /// Baselines set since the last [`Tracker::take_fresh`], to persist.
+    fresh: Vec<(String, String, i32)>,
 }
 
 impl Tracker {
@@ -99,6 +101,7 @@ impl Tracker {
         Tracker {
             last: HashMap::new(),
             since,
+            fresh: Vec::new(),
         }
     }
 
@@ -106,6 +109,13 @@ impl Tracker {
     pub fn seed(&mut self, id: ContainerId, n: i32) {
         let e = self.last.entry(id).or_insert(n);
         *e = (*e).max(n);
+    }
+
+    /// The baselines set since the last call — containers first seen
+    /// without a termination, or with one from before the start — for the
+    /// history, so a restarted watcher counts what it missed on them too.
+    pub fn take_fresh(&mut self) -> Vec<(String, String, i32)> {
+        std::mem::take(&mut self.fresh)
     }
 
     /// Containers tracked (memory is one entry per live container).
@@ -165,9 +175,12 @@ impl Tracker {
                 let Some(t) = terminated(cs) else {
                     // Seen without a termination: every later one is new,
                     // judged by its restart count, never by its time.
-                    self.last
-                        .entry((uid.to_string(), cs.name.clone()))
-                        .or_insert(cs.restart_count - 1);
+                    let id = (uid.to_string(), cs.name.clone());
+                    if !self.last.contains_key(&id) {
+                        self.fresh
+                            .push((id.0.clone(), id.1.clone(), cs.restart_count - 1));
+                        self.last.insert(id, cs.restart_count - 1);
+                    }
                     continue;
                 };
                 let (n, state) = t;
@@ -204,6 +217,7 @@ impl Tracker {
                             && f < since
                         {
                             // Known only from before we started: a baseline.
+                            self.fresh.push((id.0.clone(), id.1.clone(), n));
                             self.last.insert(id, n);
                             continue;
                         }
@@ -429,6 +443,16 @@ mod tests {
     #[test]
     fn forgetting_deleted_pods_keeps_memory_bounded() {
         let mut t = Tracker::new(None);
+        let running = pod(
+            "r1",
+            json!([{"name": "app", "image": "x", "imageID": "", "ready": true,
+                "restartCount": 2, "state": {"running": {}}}]),
+        );
+        t.observe(&running);
+        assert_eq!(t.take_fresh(), vec![("r1".into(), "app".into(), 1)]);
+        t.observe(&running);
+        assert!(t.take_fresh().is_empty(), "a baseline is set once");
+        t.forget("r1");
         for i in 0..100 {
             t.observe(&pod(&format!("u{i}"), crashed(1, "Error", 1)));
         }
