@@ -431,20 +431,29 @@ impl Shared {
         let Some(t) = noted else { return floor };
         // Consumed: a later term whose leader dies without handing over must
         // not take this stale instant for its own.
-        let patch = serde_json::json!({"metadata": {"annotations": {REPORTED_UNTIL: null}}});
-        if let Err(e) = api
-            .patch(
-                &le.lease_name,
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
+        if let Err(e) = self.note_handover(le, None).await {
             log(&format!(
                 "leader election: cannot clear the hand-over note: {e}"
             ));
         }
         t
+    }
+
+    /// Write (`Some`) or clear (`None`) the hand-over instant on the Lease.
+    async fn note_handover(
+        &self,
+        le: &LeaderElection,
+        until: Option<jiff::Timestamp>,
+    ) -> Result<Lease, kube::Error> {
+        let api: Api<Lease> = Api::namespaced(self.client.clone(), &le.lease_namespace);
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            REPORTED_UNTIL: until.map(|t| t.to_string())}}});
+        api.patch(
+            &le.lease_name,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
     }
 
     async fn release(
@@ -459,17 +468,7 @@ impl Shared {
         // lets a standby take over at once instead of after its expiry.
         if let (Some(le), Some(until)) = (&self.cfg.leader, total.reported_until) {
             // Tell the next leader where to take over.
-            let api: Api<Lease> = Api::namespaced(self.client.clone(), &le.lease_namespace);
-            let patch = serde_json::json!({"metadata": {"annotations": {
-                REPORTED_UNTIL: until.to_string()}}});
-            if let Err(e) = api
-                .patch(
-                    &le.lease_name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&patch),
-                )
-                .await
-            {
+            if let Err(e) = self.note_handover(le, Some(until)).await {
                 log(&format!(
                     "leader election: cannot note the handover on the Lease: {e}"
                 ));
