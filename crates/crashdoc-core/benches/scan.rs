@@ -353,7 +353,7 @@ impl Table {
 /// `Catalog::new` builds them.
 fn keywords() -> Vec<String> {
     let mut k: Vec<String> = Vec::new();
-    for s in crashdoc_core::rules::all_signatures() {
+    for s in crashdoc_core::catalog::signatures() {
         for w in s.keywords {
             let w = w.to_ascii_lowercase();
             if !k.contains(&w) {

@@ -5,6 +5,7 @@ use crate::causes::Cause;
 use crate::model::*;
 use crate::rules::{self, Context, Finding};
 use crate::scan::LogKind;
+use crate::strength::adjust;
 use serde::Serialize;
 
 /// How sure a diagnosis is.
@@ -125,6 +126,7 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
         .flat_map(|r| (r.check)(&cx))
         .filter(|f| f.score > 0.0)
         .collect();
+    findings.extend(catalog_findings(&cx, &findings));
 
     // Merge findings of the same cause: keep the strongest, add the others' evidence.
     findings.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -132,8 +134,10 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     for f in findings {
         match merged.iter_mut().find(|m| m.cause == f.cause) {
             Some(m) => {
+                let mut new_evidence = false;
                 for e in f.evidence {
                     if !m.evidence.contains(&e) && m.evidence.len() < 6 {
+                        new_evidence = true;
                         m.evidence.push(e);
                     }
                 }
@@ -150,13 +154,14 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                 m.reasoning.extend(f.reasoning);
                 m.container = m.container.take().or(f.container);
                 // Independent support from another source adds a little.
-                m.score = (m.score + 0.02).min(0.98);
+                if new_evidence {
+                    m.score = (m.score + adjust::CORROBORATED).min(0.98);
+                }
             }
             None => merged.push(f),
         }
     }
-    merged.sort_by(|a, b| b.score.total_cmp(&a.score));
-    explain_ranking(&mut merged);
+    rank(&mut merged);
 
     let missing = missing_evidence(pod, collector_missing);
     let mut diagnoses: Vec<Diagnosis> = merged
@@ -270,37 +275,79 @@ fn sentence(s: &str) -> String {
     out
 }
 
-/// When two signals compete, say why the winner wins.
-fn explain_ranking(f: &mut [Finding]) {
+/// The findings the catalog's entries make on their own: lines of a cause
+/// whose rule does not read its log lines itself, and events, status
+/// messages, node conditions and free text that no rule's finding cites.
+fn catalog_findings(cx: &Context, found: &[Finding]) -> Vec<Finding> {
+    let cited = |c: &Cite| {
+        found
+            .iter()
+            .any(|f| f.evidence.iter().any(|e| e.reference == c.reference))
+    };
+    let mut out = Vec::new();
+    for r in rules::all() {
+        let sup: Vec<_> = cx
+            .catalog_support(r.cause)
+            .into_iter()
+            .filter(|s| {
+                !(r.reads_log_lines && s.at == crate::catalog::Place::Log) && !cited(&s.cite())
+            })
+            .collect();
+        let Some(best) = sup.first() else { continue };
+        let mut lines: Vec<String> = sup.iter().map(|s| s.cite().reference).collect();
+        lines.dedup();
+        let score = (best.score + adjust::REPEATED * (lines.len().min(4) as f32 - 1.0))
+            .min(adjust::CEILING);
+        let container = best
+            .container
+            .clone()
+            .or(cx.focus_name().map(str::to_string));
+        let mut f = Finding::new(r.cause, score, best.hit.sig.meaning)
+            .container(container.as_deref())
+            .fix(r.doc.fix);
+        for s in sup.iter().take(3) {
+            f = f.cite(&s.cite());
+        }
+        out.push(f);
+    }
+    out
+}
+
+/// Order the findings: by score, then by the precedence the rules declare.
+/// A finding whose rule declares that it outranks a higher one moves above
+/// it, when it has at least moderate support and the other rule does not
+/// declare the reverse; the winner's declared reason is printed.
+fn rank(f: &mut Vec<Finding>) {
+    f.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let outranks = |a: Cause, b: Cause| -> Option<&'static str> {
+        rules::rule(a)?
+            .outranks
+            .iter()
+            .find(|o| o.cause == b)
+            .map(|o| o.why)
+    };
+    let floor = crate::strength::Strength::Moderate.score();
+    // Move a declared winner above the first finding it outranks. Bounded:
+    // a cycle of declarations (none today) cannot loop forever.
+    for _ in 0..f.len() * f.len() {
+        let pair = (1..f.len()).find_map(|j| {
+            (0..j).find_map(|i| {
+                let (hi, lo) = (f[i].cause, f[j].cause);
+                (f[j].score >= floor && outranks(lo, hi).is_some() && outranks(hi, lo).is_none())
+                    .then_some((i, j))
+            })
+        });
+        let Some((i, j)) = pair else { break };
+        let w = f.remove(j);
+        f.insert(i, w);
+    }
     if f.len() < 2 {
         return;
     }
     let (first, rest) = f.split_at_mut(1);
     let top = &mut first[0];
     for other in rest.iter().take(2) {
-        let pair = (top.cause, other.cause);
-        let why = match pair {
-            (Cause::ProbeKill, Cause::ExitZero) | (Cause::ProbeKill, Cause::Terminated) => Some(
-                "the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped",
-            ),
-            (Cause::ProbeKill, Cause::OomKilled) => Some(
-                "the exit was a SIGKILL without OOMKilled: the probe, not the memory limit, killed it",
-            ),
-            (Cause::OomKilled, Cause::ProbeKill) => Some(
-                "OOMKilled is the kernel's record of the kill; probe failures came while memory was at the limit",
-            ),
-            (Cause::GpuOom, Cause::ProbeKill) | (Cause::GpuOom, Cause::Terminated) => Some(
-                "the logs show the GPU memory failure that kept the server from becoming ready; the SIGTERM that followed is its consequence",
-            ),
-            (c, Cause::AppCrash) if c != Cause::AppCrash => {
-                Some("the exception carries a more specific cause than a bug in the program")
-            }
-            (Cause::Terminated, Cause::OomKilled) => Some(
-                "exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted",
-            ),
-            _ => None,
-        };
-        if let Some(w) = why {
+        if let Some(w) = outranks(top.cause, other.cause) {
             let s = format!("ranked above {}: {w}", other.cause);
             if !top.reasoning.contains(&s) {
                 top.reasoning.push(s);

@@ -9,6 +9,7 @@
 //! # Ok::<(), crashdoc_core::ingest::InputError>(())
 //! ```
 
+pub mod catalog;
 pub mod causes;
 pub mod diagnose;
 pub mod ingest;
@@ -17,6 +18,7 @@ pub mod redact;
 pub mod render;
 pub mod rules;
 pub mod scan;
+pub mod strength;
 pub mod text;
 pub mod time;
 

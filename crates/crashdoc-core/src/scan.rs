@@ -29,7 +29,9 @@
 //! a bounded number of hits per signature, and the first and last lines of
 //! the log, are all that is kept.
 
+use crate::catalog::Places;
 use crate::causes::Cause;
+use crate::strength::Strength;
 use crate::text::{clean_line, strip_log_prefix};
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, MatchKind};
@@ -77,19 +79,77 @@ impl Stage {
     }
 }
 
-/// A log signature: case-insensitive keywords, any of which selects a line,
-/// and an optional regular expression the line must then match.
+/// A catalog entry, compiled: case-insensitive keywords, any of which
+/// selects a line, and an optional regular expression the line must then
+/// match. Entries are read from the catalog's data (`crate::catalog`).
 #[derive(Debug)]
 pub struct Signature {
-    /// Stable id, unique across rules (`oom.java-heap`).
+    /// Stable id, unique across the catalog (`errno.enoent`).
     pub id: &'static str,
     pub kind: SigKind,
-    /// How strongly a match alone supports the cause, 0..1.
-    pub weight: f32,
+    /// How strongly a match alone supports the cause.
+    pub strength: Strength,
+    /// Where the text can stand.
+    pub places: Places,
     pub keywords: &'static [&'static str],
     pub regex: Option<&'static str>,
     /// What the line means, for the summary.
     pub meaning: &'static str,
+    /// The software that prints it (repository and file), or the document
+    /// that defines it.
+    pub source: &'static str,
+    /// The catalog family and file the entry comes from.
+    pub family: &'static str,
+    pub file: &'static str,
+    /// A line as the software prints it; it must match the entry.
+    pub test: &'static str,
+    /// Lines that look alike and must not match.
+    pub near_miss: &'static [&'static str],
+}
+
+impl Signature {
+    /// An entry written in code (tests, benchmarks): a log-only entry
+    /// without a source.
+    pub const fn code(
+        id: &'static str,
+        kind: SigKind,
+        strength: Strength,
+        keywords: &'static [&'static str],
+        regex: Option<&'static str>,
+        meaning: &'static str,
+    ) -> Signature {
+        Signature {
+            id,
+            kind,
+            strength,
+            places: Places::LOG,
+            keywords,
+            regex,
+            meaning,
+            source: "code",
+            family: "code",
+            file: "code",
+            test: "",
+            near_miss: &[],
+        }
+    }
+
+    /// The support score of one match.
+    pub fn weight(&self) -> f32 {
+        self.strength.score()
+    }
+
+    /// Whether a line matches this entry alone (slow: for tests and tools;
+    /// the scanner matches every entry at once).
+    pub fn matches(&self, line: &str) -> bool {
+        let lower = line.to_ascii_lowercase();
+        self.keywords
+            .iter()
+            .any(|k| lower.contains(&k.to_ascii_lowercase()))
+            && self
+                .regex
+                .is_none_or(|r| Regex::new(r).is_ok_and(|r| r.is_match(strip_log_prefix(line))))
+    }
 }
 
 /// A log line, numbered from 1.
@@ -119,6 +179,10 @@ pub enum LogKind {
     Current,
     /// Free text scanned like a log (`other.txt`, pasted output).
     Other,
+    /// The text of a structured input (describe output, YAML, an events
+    /// table), read line by line too, so that evidence outside the layout
+    /// its parser expects is still seen.
+    Text,
 }
 
 /// The result of scanning one log.
@@ -374,7 +438,7 @@ impl Catalog {
     /// The catalog of every rule's signatures.
     pub fn global() -> &'static Catalog {
         static CATALOG: LazyLock<Catalog> =
-            LazyLock::new(|| Catalog::new(crate::rules::all_signatures()));
+            LazyLock::new(|| Catalog::new(crate::catalog::signatures().to_vec()));
         &CATALOG
     }
 
@@ -402,7 +466,7 @@ impl Catalog {
             .filter(|&i| self.regexes[i].as_ref().is_none_or(|r| r.is_match(body)))
             .map(|i| self.sigs[i])
             .collect();
-        out.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+        out.sort_by(|a, b| b.strength.cmp(&a.strength));
         out
     }
 
@@ -800,22 +864,22 @@ mod tests {
     use super::*;
 
     static SIGS: &[Signature] = &[
-        Signature {
-            id: "t.oom",
-            kind: SigKind::Cause(Cause::GpuOom),
-            weight: 0.9,
-            keywords: &["out of memory"],
-            regex: Some(r"(?i)cuda.*out of memory"),
-            meaning: "CUDA OOM",
-        },
-        Signature {
-            id: "t.refused",
-            kind: SigKind::Cause(Cause::DependencyUnreachable),
-            weight: 0.7,
-            keywords: &["connection refused"],
-            regex: None,
-            meaning: "refused",
-        },
+        Signature::code(
+            "t.oom",
+            SigKind::Cause(Cause::GpuOom),
+            Strength::Decisive,
+            &["out of memory"],
+            Some(r"(?i)cuda.*out of memory"),
+            "CUDA OOM",
+        ),
+        Signature::code(
+            "t.refused",
+            SigKind::Cause(Cause::DependencyUnreachable),
+            Strength::Moderate,
+            &["connection refused"],
+            None,
+            "refused",
+        ),
     ];
 
     fn catalog() -> Catalog {
@@ -886,7 +950,7 @@ mod tests {
     impl Exact {
         fn new() -> Exact {
             let mut keywords: Vec<String> = Vec::new();
-            for s in crate::rules::all_signatures() {
+            for s in crate::catalog::signatures() {
                 for k in s.keywords {
                     keywords.push(k.to_ascii_lowercase());
                 }
@@ -936,7 +1000,7 @@ mod tests {
     }
 
     fn all_keywords() -> Vec<&'static str> {
-        crate::rules::all_signatures()
+        crate::catalog::signatures()
             .iter()
             .flat_map(|s| s.keywords.iter().copied())
             .collect()

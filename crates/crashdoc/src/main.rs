@@ -97,12 +97,40 @@ enum Command {
         /// A cause id, e.g. oom-killed (see `crashdoc rules`).
         cause: String,
     },
+    /// List the knowledge catalog: every message crashdoc recognises, the
+    /// cause it supports, how strongly, and the source that prints it.
+    #[command(long_about = CATALOG_HELP)]
+    Catalog {
+        /// Only the entries that support this cause (e.g. port-conflict).
+        #[arg(long)]
+        cause: Option<String>,
+        /// Only the entries of this family (errno, cuda, databases, kubernetes-vocabulary, ...).
+        #[arg(long)]
+        family: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// List every cause crashdoc can name, with its rule's summary.
     Rules {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
 }
+
+const CATALOG_HELP: &str = "List the knowledge catalog.
+
+Every message crashdoc recognises is an entry of its catalog: the pattern,
+where it can stand (a log line, an event, a container state, a node
+condition, any text), the cause it supports and how strongly (decisive,
+strong, moderate, weak), what it means, and its source: the file in the
+software that prints it. The Kubernetes vocabulary (every container and
+event reason the kubelet, scheduler and controllers emit, each mapped to a
+cause or marked `none`) is listed last.
+
+Examples:
+  crashdoc catalog --cause port-conflict
+  crashdoc catalog --family cuda
+  crashdoc catalog --format json | jq '.[] | select(.strength == \"decisive\") | .id'";
 
 const ANALYZE_HELP: &str = "Diagnose evidence that is already on disk or in a paste.
 
@@ -371,41 +399,29 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Explain { cause } => {
             let c: Cause = cause.parse()?;
+            write!(
+                anstream::stdout(),
+                "{}",
+                crashdoc_core::render::knowledge::explain(c)
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Catalog {
+            cause,
+            family,
+            format,
+        } => {
+            let c: Option<Cause> = cause.as_deref().map(str::parse).transpose()?;
             let mut out = anstream::stdout();
-            match crashdoc_core::rules::rule(c) {
-                Some(r) => {
-                    writeln!(out, "{} — {}\n", c.id(), c.title())?;
-                    for (h, t) in [
-                        ("What it detects", r.doc.what),
-                        ("Why it crash-loops", r.doc.why),
-                        ("Evidence", r.doc.evidence),
-                        ("Example", r.doc.example),
-                        ("Fix", r.doc.fix),
-                        ("Known false positives", r.doc.false_positives),
-                    ] {
-                        writeln!(out, "{h}:")?;
-                        for l in t.lines() {
-                            writeln!(out, "  {l}")?;
-                        }
-                        writeln!(out)?;
-                    }
-                    if !r.signatures.is_empty() {
-                        writeln!(out, "Log signatures:")?;
-                        for s in r.signatures {
-                            writeln!(
-                                out,
-                                "  {:28} {}  (keywords: {})",
-                                s.id,
-                                s.meaning,
-                                s.keywords.join(" | ")
-                            )?;
-                        }
-                    }
-                }
-                None => writeln!(
+            if format == Format::Json {
+                let v = crashdoc_core::render::knowledge::entries(c, family.as_deref());
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+            } else {
+                write!(
                     out,
-                    "unknown — the evidence supports no cause; the diagnosis lists what evidence is missing"
-                )?,
+                    "{}",
+                    crashdoc_core::render::knowledge::catalog_text(c, family.as_deref())
+                )?;
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -414,7 +430,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if format == Format::Json {
                 let v: Vec<serde_json::Value> = Cause::ALL
                     .iter()
-                    .map(|c| serde_json::json!({"cause": c.id(), "title": c.title(), "signatures": crashdoc_core::rules::rule(*c).map_or(0, |r| r.signatures.len())}))
+                    .map(|c| serde_json::json!({"cause": c.id(), "title": c.title(), "catalog_entries": crashdoc_core::catalog::for_cause(*c).count()}))
                     .collect();
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {

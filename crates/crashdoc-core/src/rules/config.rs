@@ -4,7 +4,7 @@
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::causes::Cause;
 use crate::model::*;
-use crate::scan::{SigKind, Signature};
+use crate::scan::SigKind;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -18,7 +18,8 @@ pub static CONFIG_REF_MISSING: Rule = Rule {
         fix: "Create the object or key (check the namespace and the exact key name), or mark the reference optional: true if the program copes without it.",
         false_positives: "CreateContainerConfigError also comes from runAsNonRoot checks; the event text then says so and permission is reported.",
     },
-    signatures: &[],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: false,
     check: check_config_ref,
 };
 
@@ -193,104 +194,8 @@ pub static BAD_CONFIG: Rule = Rule {
         fix: "Correct the flag, value or variable the message names; for variables that collide with Kubernetes service links (SERVICE_PORT=tcp://...), rename the Service or set enableServiceLinks: false.",
         false_positives: "A message naming a variable can also come from a missing credential (auth-failure) or an unreachable endpoint (dependency-unreachable); their specific signatures outrank this one.",
     },
-    signatures: &[
-        Signature {
-            id: "cfg.unknown-flag",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.75,
-            keywords: &[
-                "unknown flag",
-                "flag provided but not defined",
-                "unrecognized arguments",
-                "unknown option",
-                "unrecognized option",
-                "invalid option",
-            ],
-            regex: None,
-            meaning: "an unknown command-line flag",
-        },
-        Signature {
-            id: "cfg.invalid-value",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.62,
-            keywords: &[
-                "invalid value",
-                "invalid argument",
-                "invalid configuration",
-                "configuration error",
-                "config error",
-                "invalid config",
-            ],
-            regex: None,
-            meaning: "an invalid setting",
-        },
-        Signature {
-            id: "cfg.parse",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.6,
-            keywords: &[
-                "error parsing",
-                "failed to parse",
-                "cannot unmarshal",
-                "unknown field",
-                "could not parse",
-                "yaml: line",
-            ],
-            regex: None,
-            meaning: "a configuration file or value that does not parse",
-        },
-        Signature {
-            id: "cfg.required",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.58,
-            keywords: &[
-                "must be set",
-                "must be specified",
-                "is required",
-                "missing required",
-                "not configured",
-                "is not set",
-            ],
-            regex: None,
-            meaning: "a required setting is missing",
-        },
-        Signature {
-            id: "cfg.missing-setting",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.62,
-            keywords: &["missing"],
-            regex: Some(
-                r"(?i)\bmissing\b.{0,80}\b(?:environment|env var|config\w*|setting|variable|parameter|option|argument)\b",
-            ),
-            meaning: "a missing setting",
-        },
-        Signature {
-            id: "cfg.set-advice",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.58,
-            keywords: &["set ", "specify", "configure", "provide"],
-            regex: Some(
-                r"(?i)\b(?:set|specify|configure|provide)\b[^.]{0,40}(?:`--?[a-z][\w-]*`|--[a-z][\w-]+|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b)",
-            ),
-            meaning: "the program asks for a flag or variable to be set",
-        },
-        Signature {
-            id: "cfg.bootstrap-check",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.6,
-            keywords: &["bootstrap check failure", "bootstrap checks failed"],
-            regex: None,
-            meaning: "a startup check on the environment failed",
-        },
-        Signature {
-            id: "cfg.usage",
-            kind: SigKind::Cause(Cause::BadConfig),
-            weight: 0.45,
-            keywords: &["[-h]", "Usage of ", "[OPTIONS]", "[flags]"],
-            regex: Some(r"^\s*[Uu]sage:?\s+\S|^Usage of "),
-            meaning: "the program printed its usage (wrong arguments)",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_bad_config,
 };
 
@@ -325,7 +230,7 @@ fn check_bad_config(cx: &Context) -> Vec<Finding> {
                 m.as_str().trim().trim_start_matches('`')
             ),
         )
-        .container(s.log.container.as_deref().or(cx.focus_name()))
+        .container(s.container.as_deref().or(cx.focus_name()))
         .cite(&s.cite());
         if m.as_str().ends_with("_PORT") || m.as_str().ends_with("_HOST") || body.contains("tcp://")
         {
@@ -335,7 +240,7 @@ fn check_bad_config(cx: &Context) -> Vec<Finding> {
         }
         out.push(
             f.fix("set the variable or flag the error names to a valid value")
-                .cmd(cx.logs_previous_cmd(s.log.container.as_deref())),
+                .cmd(cx.logs_previous_cmd(s.container.as_deref())),
         );
         break;
     }
@@ -352,98 +257,8 @@ pub static AUTH_FAILURE: Rule = Rule {
         fix: "Fix the credential at its source (the Secret's value, a rotated token, the database user's password), or grant the ServiceAccount the missing verb on the resource with a Role/ClusterRole and binding (crashdoc writes the rule from the message).",
         false_positives: "A 403 from a registry during image pull is image-pull; a permission denied on a file is permission.",
     },
-    signatures: &[
-        Signature {
-            id: "auth.rbac-forbidden",
-            kind: SigKind::Cause(Cause::AuthFailure),
-            weight: 0.88,
-            keywords: &[
-                "is forbidden: User",
-                "cannot get resource",
-                "cannot list resource",
-                "cannot watch resource",
-                "cannot create resource",
-                "cannot update resource",
-                "cannot patch resource",
-                "cannot delete resource",
-            ],
-            regex: None,
-            meaning: "the ServiceAccount lacks an RBAC permission",
-        },
-        Signature {
-            id: "auth.password-failed",
-            kind: SigKind::Cause(Cause::AuthFailure),
-            weight: 0.88,
-            keywords: &[
-                "password authentication failed",
-                "Access denied for user",
-                "Login failed for user",
-                "authentication failed",
-            ],
-            regex: None,
-            meaning: "the database refused the credentials",
-        },
-        Signature {
-            id: "auth.bad-token",
-            kind: SigKind::Cause(Cause::AuthFailure),
-            weight: 0.85,
-            keywords: &[
-                "invalid token",
-                "invalid user token",
-                "invalid api key",
-                "invalid_api_key",
-                "token is invalid",
-                "token has expired",
-                "ExpiredToken",
-                "invalid credentials",
-                "bad credentials",
-                "InvalidAccessKeyId",
-                "SignatureDoesNotMatch",
-                "InvalidClientTokenId",
-            ],
-            regex: None,
-            meaning: "the token or key is invalid or expired",
-        },
-        Signature {
-            id: "auth.http-401",
-            kind: SigKind::Cause(Cause::AuthFailure),
-            weight: 0.78,
-            keywords: &[
-                "401 Unauthorized",
-                "401 Client Error",
-                "status 401",
-                "status code 401",
-                "status: 401",
-                "code: 401",
-                "code=401",
-                "HTTP 401",
-                "HTTP/1.1 401",
-                "error 401",
-                "Unauthorized",
-                "403 Forbidden",
-                "403 Client Error",
-                "AccessDenied",
-            ],
-            regex: Some(
-                r"(?i)\b401\b.{0,40}(?:unauthori[sz]ed|client error|error|status)|(?:status|code|http)[^\n]{0,10}\b401\b|\bunauthori[sz]ed\b|403 (?:forbidden|client error)|AccessDenied",
-            ),
-            meaning: "the server refused the request as unauthenticated or forbidden",
-        },
-        Signature {
-            id: "auth.gated",
-            kind: SigKind::Cause(Cause::AuthFailure),
-            weight: 0.85,
-            keywords: &[
-                "gated repo",
-                "Cannot access gated repo",
-                "You must be authenticated",
-                "awaiting a review from the repo authors",
-                "Repository Not Found for url",
-            ],
-            regex: None,
-            meaning: "the model hub refuses access to a gated or private model",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_auth,
 };
 

@@ -1,10 +1,10 @@
 //! GPUs and model servers: GPU memory, GPU availability, and the startup of
 //! vLLM, TGI, Triton, Ollama, llama.cpp, SGLang and friends.
 
-use super::{Context, Finding, Rule, RuleDoc};
+use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::causes::Cause;
 use crate::model::*;
-use crate::scan::{SigKind, Signature, Stage};
+use crate::scan::{SigKind, Stage};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -62,104 +62,6 @@ pub fn model_server(pod: &Pod) -> Option<&'static str> {
     }
     find(&logs)
 }
-
-/// Startup stages in the logs, to rebuild the timeline and measure startup.
-pub static STAGES: &[Signature] = &[
-    Signature {
-        id: "stage.download",
-        kind: SigKind::Stage(Stage::Download),
-        weight: 0.1,
-        keywords: &["Download:", "Downloading", "Fetching", "pulling manifest"],
-        regex: Some(
-            r"(?i)download(?:ing)?\b.{0,40}(?:model|weights|shard|safetensors|\.bin|files|\[\d+/\d+\])|Download: \[|Fetching \d+ files|pulling manifest",
-        ),
-        meaning: "downloading weights",
-    },
-    Signature {
-        id: "stage.load",
-        kind: SigKind::Stage(Stage::LoadWeights),
-        weight: 0.1,
-        keywords: &[
-            "Starting to load model",
-            "Loading model weights",
-            "Loading safetensors",
-            "llama_model_load",
-            "loading model",
-            "Loading weights",
-        ],
-        regex: None,
-        meaning: "loading weights",
-    },
-    Signature {
-        id: "stage.loaded",
-        kind: SigKind::Stage(Stage::WeightsLoaded),
-        weight: 0.1,
-        keywords: &[
-            "Loading weights took",
-            "Model loading took",
-            "model weights took",
-            "Loaded model",
-            "successfully loaded",
-        ],
-        regex: None,
-        meaning: "weights loaded",
-    },
-    Signature {
-        id: "stage.kv",
-        kind: SigKind::Stage(Stage::KvCache),
-        weight: 0.1,
-        keywords: &[
-            "# GPU blocks",
-            "num_gpu_blocks",
-            "Available KV cache memory",
-            "KV cache size",
-            "Memory profiling takes",
-        ],
-        regex: None,
-        meaning: "KV cache allocated",
-    },
-    Signature {
-        id: "stage.graphs",
-        kind: SigKind::Stage(Stage::CudaGraphs),
-        weight: 0.1,
-        keywords: &[
-            "Capturing cudagraphs",
-            "Capturing CUDA graph",
-            "Graph capturing finished",
-            "torch.compile takes",
-            "Compiling a graph",
-        ],
-        regex: None,
-        meaning: "CUDA graphs / compilation",
-    },
-    Signature {
-        id: "stage.listening",
-        kind: SigKind::Stage(Stage::Listening),
-        weight: 0.1,
-        keywords: &[
-            "Uvicorn running on",
-            "Application startup complete",
-            "Started GRPCInferenceService",
-            "Started HTTPService",
-            "server is listening",
-            "Listening on",
-            "Connected",
-            "Started server process",
-        ],
-        regex: Some(
-            r"(?i)uvicorn running on|application startup complete|Started (?:GRPCInferenceService|HTTPService)|server is listening|listening on|^\S*\s*Connected$|Started server process",
-        ),
-        meaning: "serving",
-    },
-    Signature {
-        id: "stage.started-in",
-        kind: SigKind::Stage(Stage::Listening),
-        weight: 0.1,
-        keywords: &["started"],
-        regex: Some(r"(?i)\bstarted\b.{0,60}\bin (\d+(?:\.\d+)?) ?(?:s\b|sec|seconds)"),
-        meaning: "started",
-    },
-];
 
 /// A tqdm progress bar's `[elapsed<remaining` (`[01:00<05:03`, `[1:02:03<0:10:00`).
 static PROGRESS: LazyLock<Regex> = LazyLock::new(|| {
@@ -300,57 +202,18 @@ pub static GPU_OOM: Rule = Rule {
         fix: "Lower --gpu-memory-utilization (leaving room for CUDA graphs and other processes), lower --max-model-len or --max-num-seqs, use --enforce-eager to skip CUDA graphs, quantize, or shard across more GPUs (--tensor-parallel-size).",
         false_positives: "A process already holding the GPU (a leftover pod, another container sharing it) causes the same message: check nvidia-smi on the node.",
     },
-    signatures: &[
-        Signature {
-            id: "gpu.cuda-oom",
-            kind: SigKind::Cause(Cause::GpuOom),
-            weight: 0.9,
-            keywords: &[
-                "CUDA out of memory",
-                "CUDA error: out of memory",
-                "OutOfMemoryError",
-                "cudaErrorMemoryAllocation",
-                "CUBLAS_STATUS_ALLOC_FAILED",
-                "out of device memory",
-                "hipErrorOutOfMemory",
-                "cudaMalloc failed",
-            ],
-            regex: Some(
-                r"(?i)cuda out of memory|cuda error: out of memory|torch\.(?:cuda\.)?OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|out of device memory|hipErrorOutOfMemory|cudaMalloc failed",
-            ),
-            meaning: "the GPU ran out of memory",
+    outranks: &[
+        Outrank {
+            cause: Cause::ProbeKill,
+            why: "the logs show the GPU memory failure that kept the server from becoming ready; the probe kill that followed is its consequence",
         },
-        Signature {
-            id: "gpu.kv-cache",
-            kind: SigKind::Cause(Cause::GpuOom),
-            weight: 0.88,
-            keywords: &[
-                "stored in KV cache",
-                "available KV cache memory",
-                "buffer for kv cache",
-                "cache blocks",
-                "Lack of device memory",
-                "Not enough memory",
-                "not enough space",
-                "mem-fraction-static",
-                "insufficient",
-            ],
-            regex: Some(
-                r"(?i)no available memory for the cache blocks|larger than the maximum number of tokens that can be stored in KV cache|larger than the available KV cache memory|failed to allocate buffer for kv cache|Please try to increase --mem-fraction-static|Not enough memory\. Please try|not enough (?:memory|space) for .{0,40}(?:KV cache|blocks)|insufficient .{0,20}KV cache|KV cache.{0,40}(?:insufficient|not enough)|Lack of device memory",
-            ),
-            meaning: "the KV cache does not fit in GPU memory",
+        Outrank {
+            cause: Cause::Terminated,
+            why: "the logs show the GPU memory failure that kept the server from becoming ready; the SIGTERM that followed is its consequence",
         },
-        Signature {
-            id: "gpu.tf-oom",
-            kind: SigKind::Cause(Cause::GpuOom),
-            weight: 0.85,
-            keywords: &["RESOURCE_EXHAUSTED", "failed to allocate"],
-            regex: Some(
-                r"(?i)RESOURCE_EXHAUSTED: OOM|Out of memory while trying to allocate|ggml_backend_cuda_buffer_type_alloc_buffer|failed to allocate .{0,40}(?:GPU|CUDA|device)",
-            ),
-            meaning: "the accelerator could not allocate memory",
-        },
+        super::OUTRANKS_APP_CRASH,
     ],
+    reads_log_lines: true,
     check: check_gpu_oom,
 };
 
@@ -364,34 +227,36 @@ static MAX_TOKENS: LazyLock<Regex> = LazyLock::new(|| {
 
 fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
     let server = model_server(cx.pod);
-    let Some(mut f) =
-        cx.from_logs(Cause::GpuOom, |s| {
-            let l = &s.hit.line.text;
-            let when = if l.contains("cudagraph")
-                || l.contains("cuda_graph")
-                || l.contains("capture")
-                || s.log.hits.iter().any(|h| {
+    let Some(mut f) = cx.from_logs(Cause::GpuOom, |s| {
+        let l = &s.hit.line.text;
+        let when = if l.contains("cudagraph")
+            || l.contains("cuda_graph")
+            || l.contains("capture")
+            || s.log.is_some_and(|l| {
+                l.hits.iter().any(|h| {
                     h.line.text.contains("cuda.graph") || h.line.text.contains("cudagraph")
-                }) {
-                " while capturing CUDA graphs"
-            } else if l.to_ascii_lowercase().contains("kv cache")
-                || l.contains("cache blocks")
-                || s.log.hits.iter().any(|h| {
+                })
+            }) {
+            " while capturing CUDA graphs"
+        } else if l.to_ascii_lowercase().contains("kv cache")
+            || l.contains("cache blocks")
+            || s.log.is_some_and(|l| {
+                l.hits.iter().any(|h| {
                     h.line
                         .text
                         .contains("failed to allocate buffer for kv cache")
                 })
-            {
-                " sizing the KV cache"
-            } else {
-                ""
-            };
-            format!(
-                "the GPU ran out of memory{when} ({}), not the container's RAM limit",
-                server.unwrap_or("the program")
-            )
-        })
-    else {
+            })
+        {
+            " sizing the KV cache"
+        } else {
+            ""
+        };
+        format!(
+            "the GPU ran out of memory{when} ({}), not the container's RAM limit",
+            server.unwrap_or("the program")
+        )
+    }) else {
         return vec![];
     };
     // The stage the run was in when it failed names the memory that ran out.
@@ -470,82 +335,8 @@ pub static GPU_UNAVAILABLE: Rule = Rule {
         fix: "Use an image whose CUDA version the node's driver supports (or upgrade the driver), request nvidia.com/gpu so the device is mounted, fix the device plugin / GPU operator on the node (a node that advertises nvidia.com/gpu 0 has an unhealthy plugin).",
         false_positives: "A pod Pending for `Insufficient nvidia.com/gpu` is unschedulable first; the GPU shortage is noted as second.",
     },
-    signatures: &[
-        Signature {
-            id: "gpu.no-device",
-            kind: SigKind::Cause(Cause::GpuUnavailable),
-            weight: 0.9,
-            keywords: &[
-                "no CUDA-capable device",
-                "No CUDA GPUs are available",
-                "CUDA_ERROR_NO_DEVICE",
-                "Found no NVIDIA driver",
-                "cudaGetDeviceCount",
-            ],
-            regex: None,
-            meaning: "the container sees no GPU",
-        },
-        Signature {
-            id: "gpu.driver-too-old",
-            kind: SigKind::Cause(Cause::GpuUnavailable),
-            weight: 0.92,
-            keywords: &[
-                "driver version is insufficient",
-                "driver on your system is too old",
-                "cudaErrorInsufficientDriver",
-                "forward compatibility was attempted on non supported HW",
-                "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-            ],
-            regex: None,
-            meaning: "the node's NVIDIA driver is older than the image's CUDA needs",
-        },
-        Signature {
-            id: "gpu.nvml",
-            kind: SigKind::Cause(Cause::GpuUnavailable),
-            weight: 0.88,
-            keywords: &[
-                "Failed to initialize NVML",
-                "Driver/library version mismatch",
-                "NVIDIA-SMI has failed",
-                "couldn't communicate with the NVIDIA driver",
-            ],
-            regex: None,
-            meaning: "the NVIDIA driver cannot be reached from the container",
-        },
-        Signature {
-            id: "gpu.container-cli",
-            kind: SigKind::Cause(Cause::GpuUnavailable),
-            weight: 0.86,
-            keywords: &["nvidia-container-cli", "could not select device driver"],
-            regex: None,
-            meaning: "the NVIDIA container runtime could not set up the GPU",
-        },
-        Signature {
-            id: "gpu.driver-module",
-            kind: SigKind::Cause(Cause::GpuUnavailable),
-            weight: 0.82,
-            keywords: &[
-                "nvidia.ko",
-                "NVIDIA kernel module",
-                "Failed to load the NVIDIA",
-                "nvidia-uvm",
-            ],
-            regex: Some(
-                r"(?i)(?:error|fail|unable|cannot|could not|incompatible).{0,80}(?:nvidia\.ko|nvidia kernel module|nvidia-uvm)|(?:nvidia\.ko|NVIDIA kernel module).{0,80}(?:error|fail|incompatible|GPL)|Failed to load the NVIDIA",
-            ),
-            meaning: "the NVIDIA kernel driver cannot be built or loaded",
-        },
-        Signature {
-            id: "gpu.libcuda",
-            kind: SigKind::Cause(Cause::GpuUnavailable),
-            weight: 0.84,
-            keywords: &["libcuda.so", "libnvidia-ml.so"],
-            regex: Some(
-                r"(?i)(?:libcuda\.so|libnvidia-ml\.so).{0,60}(?:cannot open|not found|no such file)",
-            ),
-            meaning: "the NVIDIA driver libraries are not mounted into the container",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_gpu_unavailable,
 };
 

@@ -2,53 +2,9 @@
 
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::causes::Cause;
-use crate::scan::{SigKind, Signature};
+use crate::scan::SigKind;
 use regex::Regex;
 use std::sync::LazyLock;
-
-/// Markers shared by several rules: SIGTERM received, and generic exception
-/// and panic lines.
-pub static MARKERS: &[Signature] = &[
-    Signature {
-        id: "marker.sigterm",
-        kind: SigKind::Sigterm,
-        weight: 0.5,
-        keywords: &[
-            "SIGTERM",
-            "signal 15",
-            "KeyboardInterrupt",
-            "signal: terminated",
-            "terminated by signal",
-        ],
-        regex: Some(
-            r"(?i)(?:receiv\w*|got|caught|catch\w*|handl\w+ signal)\W{0,3}(?:signal\W{0,3})?(?:SIGTERM|15\b|terminated)|SIGTERM\W{0,3}(?:received|caught|detected)|KeyboardInterrupt|signal: terminated|terminated by signal|shutting down[^.]{0,30}(?:SIGTERM|signal 15)|exiting on signal 15",
-        ),
-        meaning: "the process received SIGTERM",
-    },
-    Signature {
-        id: "marker.exception",
-        kind: SigKind::Exception,
-        weight: 0.55,
-        keywords: &[
-            "Error:",
-            "Error(",
-            "Error)",
-            "Error (",
-            "Exception",
-            "panic:",
-            "panicked at",
-            "Uncaught",
-            "Observed a panic",
-            "nil pointer dereference",
-        ],
-        regex: Some(concat!(
-            r"(?:^|[\s\]>)])(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|:?\s*$|\s*\()",
-            r"|^\s*panic: |panicked at|^Exception in thread|^\s*Caused by: |Uncaught \w*(?:Error|Exception)",
-            r"|\((?:\w+::)*[A-Z]\w*(?:Error|Exception)\)\s*$|^Error: \S|Observed a panic|nil pointer dereference",
-        )),
-        meaning: "an exception or panic",
-    },
-];
 
 pub static MISSING_FILE: Rule = Rule {
     cause: Cause::MissingFile,
@@ -60,95 +16,8 @@ pub static MISSING_FILE: Rule = Rule {
         fix: "Make the path exist where the program looks: mount the volume at that path (or point the program at the mountPath), don't mount a volume over the directory that holds the app (use subPath), add the file or module to the image.",
         false_positives: "`exec: ... no such file or directory` from the runtime is the entrypoint itself: bad-command.",
     },
-    signatures: &[
-        Signature {
-            id: "file.enoent",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.72,
-            keywords: &["No such file or directory", "ENOENT", "no such file"],
-            regex: Some(r"(?i)no such file|\bENOENT\b"),
-            meaning: "a path does not exist",
-        },
-        Signature {
-            id: "file.python-not-found",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.8,
-            keywords: &["FileNotFoundError", "can't open file"],
-            regex: None,
-            meaning: "a file the program opens does not exist",
-        },
-        Signature {
-            id: "file.hf-no-file",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.85,
-            keywords: &[
-                "does not appear to have a file named",
-                "is not a valid model identifier",
-                "Can't load the configuration of",
-                "not a local folder and is not a valid model",
-            ],
-            regex: None,
-            meaning: "the model directory lacks the files the loader expects",
-        },
-        Signature {
-            id: "file.hf-offline-cache",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.86,
-            keywords: &[
-                "LocalEntryNotFoundError",
-                "Cannot find the requested files in the local cache",
-                "outgoing traffic has been disabled",
-                "HF_HUB_OFFLINE",
-            ],
-            regex: Some(
-                r"(?i)LocalEntryNotFoundError|Cannot find the requested files in the local cache|outgoing traffic has been disabled|HF_HUB_OFFLINE.{0,80}(?:not found|cannot|no such|missing)",
-            ),
-            meaning: "offline mode is on and the model is not in the local cache",
-        },
-        Signature {
-            id: "file.incomplete-weights",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.84,
-            keywords: &[
-                "MetadataIncompleteBuffer",
-                "SafetensorError",
-                "PytorchStreamReader failed",
-                "file is truncated",
-                "unexpected EOF",
-                "incomplete download",
-                "failed to read magic",
-                "corrupted or incomplete",
-            ],
-            regex: Some(
-                r"(?i)MetadataIncompleteBuffer|SafetensorError|PytorchStreamReader failed|file is truncated|incomplete download|failed to read magic|corrupted or incomplete|unexpected EOF.{0,60}(?:model|weights|safetensors|gguf|shard)",
-            ),
-            meaning: "a weights file is incomplete or corrupt (a download cut short)",
-        },
-        Signature {
-            id: "file.module",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.74,
-            keywords: &[
-                "Cannot find module",
-                "No module named",
-                "ModuleNotFoundError",
-                "cannot open shared object file",
-                "ImportError: cannot import name",
-            ],
-            regex: None,
-            meaning: "a module or library is missing from the image",
-        },
-        Signature {
-            id: "file.path-not-found",
-            kind: SigKind::Cause(Cause::MissingFile),
-            weight: 0.72,
-            keywords: &["not found", "could not find", "does not exist"],
-            regex: Some(
-                r"(?i)(?:/[\w.@-]+){1,}\s+(?:not found|does not exist)|(?:not found|could not find|does not exist)\W{0,3}(?:[\w ]{0,20}\s)?(?:/[\w.@-]+){1,}",
-            ),
-            meaning: "a path does not exist",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_missing_file,
 };
 
@@ -230,72 +99,8 @@ pub static DEPENDENCY_UNREACHABLE: Rule = Rule {
         fix: "Check the host name against the Services in the namespace (a missing Service, a wrong namespace suffix), that the Service has endpoints (its pods ready), and NetworkPolicies; make the program retry with back-off instead of exiting.",
         false_positives: "`connection refused` in a liveness probe event is the probe failing, not a dependency (probe-kill).",
     },
-    signatures: &[
-        Signature {
-            id: "dep.refused",
-            kind: SigKind::Cause(Cause::DependencyUnreachable),
-            weight: 0.72,
-            keywords: &[
-                "Connection refused",
-                "ECONNREFUSED",
-                "connect: connection refused",
-            ],
-            regex: Some(r"(?i)connection refused|\bECONNREFUSED\b"),
-            meaning: "the dependency refused the connection (down or not ready)",
-        },
-        Signature {
-            id: "dep.dns",
-            kind: SigKind::Cause(Cause::DependencyUnreachable),
-            weight: 0.8,
-            keywords: &[
-                "no such host",
-                "Name or service not known",
-                "could not translate host name",
-                "Temporary failure in name resolution",
-                "ENOTFOUND",
-                "Could not resolve host",
-                "host not found",
-                "nodename nor servname",
-                "getaddrinfo",
-            ],
-            regex: Some(
-                r"(?i)no such host|Name or service not known|could not translate host name|Temporary failure in name resolution|\bENOTFOUND\b|Could not resolve host|host not found|nodename nor servname|getaddrinfo",
-            ),
-            meaning: "the host name does not resolve (no such Service?)",
-        },
-        Signature {
-            id: "dep.unreachable",
-            kind: SigKind::Cause(Cause::DependencyUnreachable),
-            weight: 0.76,
-            keywords: &[
-                "network is unreachable",
-                "no route to host",
-                "EHOSTUNREACH",
-                "ENETUNREACH",
-            ],
-            regex: Some(
-                r"(?i)network is unreachable|no route to host|\bEHOSTUNREACH\b|\bENETUNREACH\b",
-            ),
-            meaning: "there is no network route to the dependency",
-        },
-        Signature {
-            id: "dep.timeout",
-            kind: SigKind::Cause(Cause::DependencyUnreachable),
-            weight: 0.66,
-            keywords: &[
-                "i/o timeout",
-                "connection timed out",
-                "ETIMEDOUT",
-                "context deadline exceeded",
-                "Unable to connect to endpoint",
-                "could not connect to server",
-                "failed to connect to",
-                "Connection timed out",
-            ],
-            regex: None,
-            meaning: "the dependency did not answer",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_dependency,
 };
 
@@ -396,21 +201,8 @@ pub static PORT_CONFLICT: Rule = Rule {
         fix: "Give each container of the pod its own port; for hostNetwork, move the server to a free port or stop the other listener; check `ss -ltnp` on the node.",
         false_positives: "A restart of the same process while the old one still holds the port shows this briefly, once.",
     },
-    signatures: &[Signature {
-        id: "port.in-use",
-        kind: SigKind::Cause(Cause::PortConflict),
-        weight: 0.92,
-        keywords: &[
-            "address already in use",
-            "EADDRINUSE",
-            "Only one usage of each socket address",
-            "already in use",
-        ],
-        regex: Some(
-            r"(?i)address already in use|EADDRINUSE|Only one usage of each socket address|port\s*:?\s*\d+\s+(?:is\s+)?already in use|already in use.{0,30}\bport\b",
-        ),
-        meaning: "the port is already in use",
-    }],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_port,
 };
 
@@ -454,7 +246,8 @@ pub static APP_CRASH: Rule = Rule {
         fix: "Read the stack trace's top frame in the program's own code; upgrade to a release that fixes it or work around the input that triggers it. Report it upstream with the trace.",
         false_positives: "Exceptions that carry a more specific cause (connection refused, file not found, out of memory) are reported as that cause.",
     },
-    signatures: &[],
+    outranks: &[],
+    reads_log_lines: false,
     check: check_app_crash,
 };
 
@@ -463,7 +256,7 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
     // The decisive line: the last exception/panic line of the latest run.
     let ex = cx.marker_support(SigKind::Exception);
     let best = ex.iter().filter(|s| s.hit.decisive).max_by(|a, b| {
-        let rank = |s: &&&super::Support| (s.log.kind == crate::scan::LogKind::Previous) as u8;
+        let rank = |s: &&&super::Support| (s.kind == Some(crate::scan::LogKind::Previous)) as u8;
         rank(a).cmp(&rank(b)).then_with(|| {
             // A Go panic's first line, else the last exception line.
             let go =
@@ -481,19 +274,16 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
             .to_string();
         let lang = if text.starts_with("panic:")
             || s.log
-                .hits
-                .iter()
-                .any(|h| h.line.text.contains("goroutine "))
+                .is_some_and(|l| l.hits.iter().any(|h| h.line.text.contains("goroutine ")))
         {
             "a Go panic"
         } else if text.contains("panicked at") {
             "a Rust panic"
-        } else if s
-            .log
-            .hits
-            .iter()
-            .any(|h| h.line.text.contains("Traceback (most recent call last)"))
-            || text.contains("Error:") && !text.starts_with("Error:")
+        } else if s.log.is_some_and(|l| {
+            l.hits
+                .iter()
+                .any(|h| h.line.text.contains("Traceback (most recent call last)"))
+        }) || text.contains("Error:") && !text.starts_with("Error:")
         {
             "an unhandled exception"
         } else {
@@ -507,7 +297,7 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
                 crate::text::clip(&text, 160)
             ),
         )
-        .container(s.log.container.as_deref().or(cx.focus_name()))
+        .container(s.container.as_deref().or(cx.focus_name()))
         .cite(&s.cite());
         if text.contains("nil pointer") || text.contains("NoneType") || text.contains("null") {
             f = f.why("a nil/None dereference: the program met data it did not expect (often an object missing a field); the stack's top frame in the program's own package says where");

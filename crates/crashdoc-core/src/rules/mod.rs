@@ -11,9 +11,11 @@ mod placement;
 pub mod probes;
 mod status;
 
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
-use crate::scan::{Hit, LogKind, LogScan, SigKind, Signature};
+use crate::scan::{Hit, LogKind, LogScan, SigKind};
+use crate::strength::adjust;
 
 /// A rule's documentation, in the order `crashdoc explain` prints it.
 #[derive(Debug)]
@@ -26,13 +28,36 @@ pub struct RuleDoc {
     pub false_positives: &'static str,
 }
 
-/// A rule: one cause, its documentation, its log signatures, its check.
+/// A rule: one cause, its documentation, its check. What it recognises in
+/// text is in the catalog (`crate::catalog`), under its cause.
 pub struct Rule {
     pub cause: Cause,
     pub doc: RuleDoc,
-    pub signatures: &'static [Signature],
+    /// The causes this rule's finding ranks above when both are found with
+    /// at least moderate support, and why. `diagnose` applies these
+    /// declarations and prints their reasons; the score decides only
+    /// between causes that declare nothing about each other (or both do,
+    /// each for its own evidence).
+    pub outranks: &'static [Outrank],
+    /// The check reads its cause's log lines itself (`Context::from_logs`).
+    /// Otherwise the catalog's lines for the cause become a finding of
+    /// their own, beside whatever the check finds in the status.
+    pub reads_log_lines: bool,
     pub check: fn(&Context) -> Vec<Finding>,
 }
+
+/// A declared precedence: this rule's cause ranks above `cause`.
+#[derive(Debug, Clone, Copy)]
+pub struct Outrank {
+    pub cause: Cause,
+    pub why: &'static str,
+}
+
+/// Every specific cause outranks a bare application crash.
+pub const OUTRANKS_APP_CRASH: Outrank = Outrank {
+    cause: Cause::AppCrash,
+    why: "the exception carries a more specific cause than a bug in the program",
+};
 
 /// A candidate cause with its support.
 #[derive(Debug, Clone)]
@@ -132,29 +157,26 @@ pub fn rule(cause: Cause) -> Option<&'static Rule> {
     all().into_iter().find(|r| r.cause == cause)
 }
 
-/// Every signature of every rule, plus the shared markers.
-pub fn all_signatures() -> Vec<&'static Signature> {
-    let mut v: Vec<&'static Signature> = all().iter().flat_map(|r| r.signatures.iter()).collect();
-    v.extend(logs::MARKERS.iter());
-    v.extend(gpu::STAGES.iter());
-    v
-}
-
-/// A log line that supports a cause, with its weighed score.
+/// A piece of text that supports a cause: a log line, or an event's,
+/// a container state's, the pod's or a node's message, matched by a
+/// catalog entry.
 #[derive(Debug, Clone)]
 pub struct Support<'a> {
-    pub hit: &'a Hit,
-    pub log: &'a LogScan,
+    pub hit: Hit,
+    /// The log the line is in (`None` for an event or a status field).
+    pub log: Option<&'a LogScan>,
+    /// Which run of the container, for a log line.
+    pub kind: Option<LogKind>,
+    /// Where the text stands.
+    pub at: Place,
+    pub container: Option<String>,
     pub score: f32,
+    cite: Cite,
 }
 
 impl Support<'_> {
     pub fn cite(&self) -> Cite {
-        Cite::new(
-            SourceKind::Log,
-            format!("{}:{}", self.log.file, self.hit.line.number),
-            crate::text::clip(&crate::redact::redact(self.hit.line.text.trim()), 300),
-        )
+        self.cite.clone()
     }
 }
 
@@ -170,18 +192,28 @@ pub struct Context<'a> {
     supports: Vec<Support<'a>>,
 }
 
+/// How much a line counts by where it was read: the crashed run's own
+/// output most, free text least.
+fn place_factor(kind: LogKind) -> (f32, Place) {
+    match kind {
+        LogKind::Previous => (1.0, Place::Log),
+        LogKind::Current => (0.97, Place::Log),
+        LogKind::Other => (0.9, Place::Any),
+        LogKind::Text => (0.88, Place::Any),
+    }
+}
+
 impl<'a> Context<'a> {
     pub fn new(pod: &'a Pod) -> Self {
         let focus = focus_container(pod);
         let mut supports = Vec::new();
         for log in &pod.logs {
-            let factor = match log.kind {
-                LogKind::Previous => 1.0,
-                LogKind::Current => 0.97,
-                LogKind::Other => 0.9,
-            };
+            let (factor, at) = place_factor(log.kind);
             let near_end = log.lines.saturating_sub(log.lines / 6).max(1);
             for hit in &log.hits {
+                if !hit.sig.places.allow(at) {
+                    continue;
+                }
                 // An access-log entry records what the server answered its
                 // clients (a 401, a 503): it says nothing about this pod.
                 if ACCESS_LOG.is_match(&hit.line.text) {
@@ -192,11 +224,13 @@ impl<'a> Context<'a> {
                     .hits
                     .iter()
                     .filter(|h| {
-                        h.line.number == hit.line.number && matches!(h.sig.kind, SigKind::Cause(_))
+                        h.line.number == hit.line.number
+                            && matches!(h.sig.kind, SigKind::Cause(_))
+                            && h.sig.places.allow(at)
                     })
-                    .map(|h| h.sig.weight)
+                    .map(|h| h.sig.weight())
                     .fold(0.0f32, f32::max);
-                let mut w = hit.sig.weight;
+                let mut w = hit.sig.weight();
                 if matches!(hit.sig.kind, SigKind::Cause(_)) && w < best {
                     w *= 0.6;
                 }
@@ -215,15 +249,46 @@ impl<'a> Context<'a> {
                 }
                 let mut score = w * factor;
                 if hit.decisive {
-                    score += 0.08;
+                    score += adjust::DECISIVE_LINE;
                 }
                 if log.lines > 20 && hit.line.number >= near_end {
-                    score += 0.04;
+                    score += adjust::NEAR_END;
                 }
                 supports.push(Support {
-                    hit,
-                    log,
-                    score: score.min(0.97),
+                    hit: hit.clone(),
+                    log: Some(log),
+                    kind: Some(log.kind),
+                    at,
+                    container: log.container.clone(),
+                    score: score.min(adjust::CEILING),
+                    cite: Cite::new(
+                        SourceKind::Log,
+                        format!("{}:{}", log.file, hit.line.number),
+                        crate::text::clip(&crate::redact::redact(hit.line.text.trim()), 300),
+                    ),
+                });
+            }
+        }
+        for (text, container, at, cite) in status_texts(pod) {
+            for sig in crate::scan::Catalog::global().classify(text) {
+                if !matches!(sig.kind, SigKind::Cause(_)) || !sig.places.allow(at) {
+                    continue;
+                }
+                supports.push(Support {
+                    hit: Hit {
+                        sig,
+                        line: crate::scan::Line {
+                            number: 0,
+                            text: text.to_string(),
+                        },
+                        decisive: false,
+                    },
+                    log: None,
+                    kind: None,
+                    at,
+                    container: container.clone(),
+                    score: sig.weight() * 0.97,
+                    cite: cite.clone(),
                 });
             }
         }
@@ -234,12 +299,23 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Every piece of text that supports a cause, from wherever it was read.
+    pub fn catalog_support(&self, cause: Cause) -> Vec<&Support<'a>> {
+        let mut v: Vec<&Support> = self
+            .supports
+            .iter()
+            .filter(|s| s.hit.sig.kind == SigKind::Cause(cause))
+            .collect();
+        v.sort_by(|a, b| b.score.total_cmp(&a.score));
+        v
+    }
+
     /// Log lines supporting a cause, best first.
     pub fn log_support(&self, cause: Cause) -> Vec<&Support<'a>> {
         let mut v: Vec<&Support> = self
             .supports
             .iter()
-            .filter(|s| s.hit.sig.kind == SigKind::Cause(cause))
+            .filter(|s| s.hit.sig.kind == SigKind::Cause(cause) && s.log.is_some())
             .collect();
         v.sort_by(|a, b| {
             b.score
@@ -273,9 +349,9 @@ impl<'a> Context<'a> {
             lines.dedup();
             lines.len()
         };
-        let score = (best.score + 0.03 * (distinct.min(4) as f32 - 1.0)).min(0.97);
+        let score =
+            (best.score + adjust::REPEATED * (distinct.min(4) as f32 - 1.0)).min(adjust::CEILING);
         let container = best
-            .log
             .container
             .clone()
             .or_else(|| self.focus_name().map(str::to_string));
@@ -385,6 +461,36 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The texts of the pod's status that the catalog is matched against:
+/// events (reason and message), container states' reasons and messages,
+/// the pod's status reason and message, node conditions.
+fn status_texts(pod: &Pod) -> Vec<(&str, Option<String>, Place, &Cite)> {
+    let mut out = Vec::new();
+    for e in &pod.events {
+        out.push((e.message.as_str(), None, Place::Event, &e.cite));
+    }
+    for c in &pod.containers {
+        let name = (!c.name.is_empty()).then(|| c.name.clone());
+        for st in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(m) = &st.message {
+                out.push((m.value.as_str(), name.clone(), Place::State, &m.cite));
+            }
+        }
+    }
+    for f in [pod.message.as_ref()].into_iter().flatten() {
+        out.push((f.value.as_str(), None, Place::State, &f.cite));
+    }
+    if let Some(n) = &pod.node {
+        for c in &n.conditions {
+            out.push((c.value.as_str(), None, Place::Node, &c.cite));
+        }
+    }
+    out
+}
+
 /// The container that is failing. A native sidecar's restarts do not hide
 /// the container that really fails.
 pub fn focus_container(pod: &Pod) -> Option<&Container> {
@@ -449,19 +555,10 @@ mod tests {
     use crate::scan::Catalog;
 
     #[test]
-    fn every_signature_compiles_and_ids_are_unique() {
-        let sigs = all_signatures();
+    fn every_catalog_entry_compiles_into_the_scanner() {
+        let sigs = crate::catalog::signatures().to_vec();
         let cat = Catalog::new(sigs.clone());
         assert_eq!(cat.len(), sigs.len());
-        let mut ids: Vec<&str> = sigs.iter().map(|s| s.id).collect();
-        ids.sort();
-        let n = ids.len();
-        ids.dedup();
-        assert_eq!(ids.len(), n, "duplicate signature ids");
-        for s in &sigs {
-            assert!(!s.keywords.is_empty(), "{} has no keyword", s.id);
-            assert!(s.weight > 0.0 && s.weight < 1.0, "{} weight", s.id);
-        }
     }
 
     #[test]

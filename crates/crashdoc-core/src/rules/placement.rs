@@ -4,7 +4,6 @@
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::causes::Cause;
 use crate::model::*;
-use crate::scan::{SigKind, Signature};
 
 /// Whether any container got as far as being created (so the pod was scheduled).
 fn started(pod: &Pod) -> bool {
@@ -30,32 +29,8 @@ pub static NODE_PRESSURE: Rule = Rule {
         fix: "Set requests that match real usage (memory, ephemeral-storage) so the scheduler places the pod where it fits; move large caches (HF_HOME, /tmp downloads) onto a volume; give ephemeral-storage a limit that covers them.",
         false_positives: "An eviction by the API (a drain, preemption) also says Evicted: the message then names no resource.",
     },
-    signatures: &[
-        Signature {
-            id: "node.low-on-resource",
-            kind: SigKind::Cause(Cause::NodePressure),
-            weight: 0.88,
-            keywords: &["The node was low on resource"],
-            regex: None,
-            meaning: "the kubelet evicted the pod for node pressure",
-        },
-        Signature {
-            id: "node.ephemeral-exceeds",
-            kind: SigKind::Cause(Cause::NodePressure),
-            weight: 0.88,
-            keywords: &["ephemeral local storage usage exceeds"],
-            regex: None,
-            meaning: "the pod used more ephemeral storage than its limit",
-        },
-        Signature {
-            id: "node.evicted-word",
-            kind: SigKind::Cause(Cause::NodePressure),
-            weight: 0.7,
-            keywords: &["Evicted"],
-            regex: Some(r"^\s*'?Evicted'?\s*$"),
-            meaning: "the pod's status reason is Evicted",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_node_pressure,
 };
 
@@ -164,36 +139,8 @@ pub static VOLUME: Rule = Rule {
         fix: "Mount the volume read-write where the program writes, or point the program's cache at a writable volume; set securityContext.fsGroup (and fsGroupChangePolicy) so a non-root user owns the volume; for RWO volumes, let the old pod release it (Recreate strategy) or use RWX storage.",
         false_positives: "A ConfigMap or Secret volume that does not exist also fails to mount: that is reported as config-ref-missing.",
     },
-    signatures: &[
-        Signature {
-            id: "vol.read-only-fs",
-            kind: SigKind::Cause(Cause::Volume),
-            weight: 0.82,
-            keywords: &["Read-only file system", "EROFS"],
-            regex: None,
-            meaning: "a write to a read-only filesystem",
-        },
-        Signature {
-            id: "vol.multi-attach",
-            kind: SigKind::Cause(Cause::Volume),
-            weight: 0.85,
-            keywords: &["Multi-Attach error"],
-            regex: None,
-            meaning: "the volume is attached to another node",
-        },
-        Signature {
-            id: "vol.mount-failed",
-            kind: SigKind::Cause(Cause::Volume),
-            weight: 0.78,
-            keywords: &[
-                "MountVolume.SetUp failed",
-                "Unable to attach or mount volumes",
-                "mount failed",
-            ],
-            regex: None,
-            meaning: "a volume failed to mount",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_volume,
 };
 
@@ -304,7 +251,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
                 .map_or(0.0, |g| g.score);
             let base = if m.read_only { 0.88f32 } else { 0.8 };
             let f = Finding::new(Cause::Volume, base.max((generic + 0.02).min(0.97)), summary)
-                .container(s.log.container.as_deref().or(cx.focus_name()))
+                .container(s.container.as_deref().or(cx.focus_name()))
                 .cite(&s.cite())
                 .cite(&m.cite)
                 .fix(if m.read_only {
@@ -330,43 +277,8 @@ pub static DISK_FULL: Rule = Rule {
         fix: "Grow the volume (expand the PVC if its StorageClass allows), add retention or cleanup, or for /dev/shm mount an emptyDir with medium: Memory and a sizeLimit.",
         false_positives: "A full ephemeral-storage that gets the pod evicted is reported as node-pressure.",
     },
-    signatures: &[
-        Signature {
-            id: "disk.no-space",
-            kind: SigKind::Cause(Cause::DiskFull),
-            weight: 0.9,
-            keywords: &["No space left on device", "ENOSPC"],
-            regex: Some(r"(?i)no space left on device|\bENOSPC\b"),
-            meaning: "the disk is full",
-        },
-        Signature {
-            id: "disk.quota",
-            kind: SigKind::Cause(Cause::DiskFull),
-            weight: 0.82,
-            keywords: &[
-                "disk quota exceeded",
-                "Disk full",
-                "not enough free space",
-                "insufficient disk space",
-            ],
-            regex: None,
-            meaning: "the disk or its quota is full",
-        },
-        Signature {
-            id: "disk.shm",
-            kind: SigKind::Cause(Cause::DiskFull),
-            weight: 0.86,
-            keywords: &[
-                "insufficient shared memory",
-                "shared memory (shm)",
-                "/dev/shm",
-            ],
-            regex: Some(
-                r"(?i)insufficient shared memory|shared memory \(shm\)|/dev/shm.{0,60}(?:no space|full|too small|bus error|cannot allocate)",
-            ),
-            meaning: "shared memory (/dev/shm) is too small",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_disk_full,
 };
 
@@ -431,58 +343,8 @@ pub static PERMISSION: Rule = Rule {
         fix: "Set runAsUser to a numeric non-root UID the image supports (or build the image with `USER 1000`), give the volume an fsGroup, drop operations that need root (chown, sysctl) into an init container that is allowed them or into the node setup.",
         false_positives: "A permission error on a path under a volume mount is usually the volume's ownership or read-only mode: reported as volume when the mount is known.",
     },
-    signatures: &[
-        Signature {
-            id: "perm.denied",
-            kind: SigKind::Cause(Cause::Permission),
-            weight: 0.68,
-            keywords: &["Permission denied", "EACCES"],
-            regex: Some(r"(?i)permission denied|\bEACCES\b"),
-            meaning: "permission denied",
-        },
-        Signature {
-            id: "perm.not-permitted",
-            kind: SigKind::Cause(Cause::Permission),
-            weight: 0.68,
-            keywords: &["Operation not permitted", "EPERM"],
-            regex: Some(r"(?i)operation not permitted|\bEPERM\b"),
-            meaning: "the operation is not permitted to this user",
-        },
-        Signature {
-            id: "perm.run-as-non-root",
-            kind: SigKind::Cause(Cause::Permission),
-            weight: 0.9,
-            keywords: &["runAsNonRoot"],
-            regex: None,
-            meaning: "runAsNonRoot forbids the image's user",
-        },
-        Signature {
-            id: "perm.needs-root",
-            kind: SigKind::Cause(Cause::Permission),
-            weight: 0.7,
-            keywords: &[
-                "must be run as root",
-                "requires root",
-                "need to be root",
-                "must be root",
-            ],
-            regex: None,
-            meaning: "the program needs root",
-        },
-        Signature {
-            id: "perm.cannot-write",
-            kind: SigKind::Cause(Cause::Permission),
-            weight: 0.62,
-            keywords: &[
-                "Unable to write to",
-                "is not writable",
-                "cannot write to",
-                "not writeable",
-            ],
-            regex: None,
-            meaning: "a path the program needs is not writable",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_permission,
 };
 
@@ -558,7 +420,8 @@ pub static IMAGE_PULL: Rule = Rule {
         fix: "Fix the image reference (registry, repository, tag), add an imagePullSecret for a private registry, or mirror the image / authenticate to lift rate limits.",
         false_positives: "None known: the reason is explicit. The message tells which of the causes above applies.",
     },
-    signatures: &[],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: false,
     check: check_image_pull,
 };
 
@@ -696,7 +559,8 @@ pub static UNSCHEDULABLE: Rule = Rule {
         fix: "Free or add capacity (delete leftover pods holding GPUs, add nodes), lower the requests, add tolerations for the taint, or give the PVC a StorageClass / create the PersistentVolume.",
         false_positives: "A pod briefly Pending while its image is pulled or volumes attach is not unschedulable: without FailedScheduling or an unbound claim, confidence stays low.",
     },
-    signatures: &[],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: false,
     check: check_unschedulable,
 };
 

@@ -1,7 +1,7 @@
 //! Probe kills: liveness and startup probes that kill a container which was
 //! still starting or briefly busy.
 
-use super::{Context, Finding, Rule, RuleDoc};
+use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
@@ -17,7 +17,22 @@ pub static PROBE_KILL: Rule = Rule {
         fix: "Add a startupProbe sized from the measured startup (crashdoc computes failureThreshold from it, with margin) so liveness only starts once the program is up; keep liveness for a process that cannot recover, on a cheap local endpoint, with timeoutSeconds of a few seconds; fix the path or port if the probe gets 404 or hits the wrong port.",
         false_positives: "Readiness probe failures never kill a container and are not counted. A probe that fails because the program really hangs is a true kill: the logs before the kill then show what it was stuck on.",
     },
-    signatures: &[],
+    outranks: &[
+        Outrank {
+            cause: Cause::ExitZero,
+            why: "the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped",
+        },
+        Outrank {
+            cause: Cause::Terminated,
+            why: "the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped",
+        },
+        Outrank {
+            cause: Cause::OomKilled,
+            why: "the exit was a SIGKILL without OOMKilled: the probe, not the memory limit, killed it",
+        },
+        super::OUTRANKS_APP_CRASH,
+    ],
+    reads_log_lines: false,
     check: check_probe_kill,
 };
 

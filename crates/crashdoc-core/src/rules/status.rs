@@ -1,9 +1,9 @@
 //! Rules that read the container's termination: reason, exit code, signal.
 
-use super::{Context, Finding, Rule, RuleDoc};
+use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::causes::Cause;
 use crate::model::*;
-use crate::scan::{SigKind, Signature};
+use crate::scan::SigKind;
 use crate::text::{format_bytes_quantity, parse_bytes};
 use crate::time::human_duration;
 
@@ -17,69 +17,14 @@ pub static OOM_KILLED: Rule = Rule {
         fix: "Raise resources.limits.memory above the peak (crashdoc suggests 1.5x the current limit, rounded), or make the program use less: a smaller heap (-Xmx below the limit), fewer workers, a quantized or smaller model. A run that lasted hours points to a leak: profile it rather than only raising the limit.",
         false_positives: "Some runtimes have reported OOMKilled for a container stopped with SIGTERM during a node drain: with exit code 143 the reason is not trusted and `terminated` is reported instead. Exit 137 without OOMKilled is a SIGKILL from elsewhere (a probe, the node) and is not reported as oom-killed with confidence.",
     },
-    signatures: &[
-        Signature {
-            id: "oom.kernel-killed-process",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.7,
-            keywords: &["Killed process", "oom-kill", "Memory cgroup out of memory"],
-            regex: None,
-            meaning: "the kernel's OOM killer",
+    outranks: &[
+        Outrank {
+            cause: Cause::ProbeKill,
+            why: "OOMKilled is the kernel's record of the kill; probe failures came while memory was at the limit",
         },
-        Signature {
-            id: "oom.java-heap",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.62,
-            keywords: &["java.lang.OutOfMemoryError"],
-            regex: None,
-            meaning: "the Java heap is exhausted",
-        },
-        Signature {
-            id: "oom.node-heap",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.62,
-            keywords: &["JavaScript heap out of memory"],
-            regex: None,
-            meaning: "the Node.js heap is exhausted",
-        },
-        Signature {
-            id: "oom.python-memoryerror",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.55,
-            keywords: &["MemoryError"],
-            regex: Some(r"(?:^|\s)MemoryError\b"),
-            meaning: "Python could not allocate memory",
-        },
-        Signature {
-            id: "oom.go-runtime",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.62,
-            keywords: &["runtime: out of memory"],
-            regex: None,
-            meaning: "the Go runtime ran out of memory",
-        },
-        Signature {
-            id: "oom.cannot-allocate",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.5,
-            keywords: &["Cannot allocate memory", "std::bad_alloc"],
-            regex: None,
-            meaning: "an allocation failed",
-        },
-        Signature {
-            id: "oom.model-needs-memory",
-            kind: SigKind::Cause(Cause::OomKilled),
-            weight: 0.72,
-            keywords: &[
-                "requires more system memory",
-                "not enough memory to load",
-                "unable to allocate CPU buffer",
-                "failed to allocate CPU buffer",
-            ],
-            regex: None,
-            meaning: "the model needs more memory than the container may use",
-        },
+        super::OUTRANKS_APP_CRASH,
     ],
+    reads_log_lines: true,
     check: check_oom,
 };
 
@@ -259,7 +204,8 @@ pub static EXIT_ZERO: Rule = Rule {
         fix: "Run the server in the foreground (no `&`, no daemon mode, `exec` the server as PID 1), or, for one-off work, use a Job (restartPolicy OnFailure/Never) or a CronJob.",
         false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first.",
     },
-    signatures: &[],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: false,
     check: check_exit_zero,
 };
 
@@ -402,56 +348,8 @@ pub static BAD_COMMAND: Rule = Rule {
         fix: "Fix command/args to a path that exists in the image (check with `docker run --entrypoint sh IMAGE -c 'ls -l PATH'`), make scripts executable, or use an image built for the node's architecture (a multi-arch image, or a nodeSelector on kubernetes.io/arch).",
         false_positives: "A shell script that itself runs a missing tool exits 127 too: the log line names the missing command, which is then the thing to fix.",
     },
-    signatures: &[
-        Signature {
-            id: "cmd.exec-format",
-            kind: SigKind::Cause(Cause::BadCommand),
-            weight: 0.92,
-            keywords: &["exec format error"],
-            regex: None,
-            meaning: "the binary is built for another CPU architecture",
-        },
-        Signature {
-            id: "cmd.not-in-path",
-            kind: SigKind::Cause(Cause::BadCommand),
-            weight: 0.92,
-            keywords: &["executable file not found"],
-            regex: None,
-            meaning: "the command is not in the image's $PATH",
-        },
-        Signature {
-            id: "cmd.exec-stat",
-            kind: SigKind::Cause(Cause::BadCommand),
-            weight: 0.92,
-            keywords: &[
-                "exec: \"",
-                "exec user process caused",
-                "starting container process caused",
-            ],
-            regex: Some(
-                r#"(?i)exec: "[^"]*": (?:stat [^:]*: )?(?:no such file|permission denied)|exec user process caused|starting container process caused"#,
-            ),
-            meaning: "the entrypoint cannot be executed",
-        },
-        Signature {
-            id: "cmd.not-found-shell",
-            kind: SigKind::Cause(Cause::BadCommand),
-            weight: 0.75,
-            keywords: &["command not found", ": not found"],
-            regex: Some(
-                r"(?i)(?:^|\s)(?:sh|bash|/bin/sh|/bin/bash|env)(?:: line \d+)?:\s*(?:\d+:\s*)?[^:]+: (?:command )?not found|: command not found",
-            ),
-            meaning: "the shell cannot find a command",
-        },
-        Signature {
-            id: "cmd.oci-create",
-            kind: SigKind::Cause(Cause::BadCommand),
-            weight: 0.8,
-            keywords: &["OCI runtime create failed", "OCI runtime exec failed"],
-            regex: None,
-            meaning: "the runtime could not create the container process",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_bad_command,
 };
 
@@ -595,69 +493,8 @@ pub static NATIVE_CRASH: Rule = Rule {
         fix: "Match the image to the node: CPU features (AVX), page size (arm64 16K pages), architecture. Otherwise upgrade the crashing library and collect a core dump.",
         false_positives: "Go programs print `[signal SIGSEGV: segmentation violation]` in a panic and exit 2: that is an application panic (app-crash), not a native crash.",
     },
-    signatures: &[
-        Signature {
-            id: "native.sigill",
-            kind: SigKind::Cause(Cause::NativeCrash),
-            weight: 0.88,
-            keywords: &[
-                "Illegal instruction",
-                "illegal hardware instruction",
-                "SIGILL",
-            ],
-            regex: None,
-            meaning: "the CPU does not support an instruction the binary uses",
-        },
-        Signature {
-            id: "native.segfault",
-            kind: SigKind::Cause(Cause::NativeCrash),
-            weight: 0.8,
-            keywords: &["Segmentation fault", "segfault at"],
-            regex: None,
-            meaning: "a segmentation fault in native code",
-        },
-        Signature {
-            id: "native.core-dumped",
-            kind: SigKind::Cause(Cause::NativeCrash),
-            weight: 0.72,
-            keywords: &["core dumped", "Aborted (core"],
-            regex: None,
-            meaning: "the process dumped core",
-        },
-        Signature {
-            id: "native.heap-corruption",
-            kind: SigKind::Cause(Cause::NativeCrash),
-            weight: 0.8,
-            keywords: &[
-                "double free",
-                "stack smashing detected",
-                "free(): invalid",
-                "malloc(): corrupted",
-                "terminate called after throwing",
-            ],
-            regex: None,
-            meaning: "native heap corruption or an uncaught C++ exception",
-        },
-        Signature {
-            id: "native.page-size",
-            kind: SigKind::Cause(Cause::NativeCrash),
-            weight: 0.78,
-            keywords: &["Unsupported system page size"],
-            regex: None,
-            meaning: "the allocator does not support the kernel's page size",
-        },
-        Signature {
-            id: "native.fatal-python",
-            kind: SigKind::Cause(Cause::NativeCrash),
-            weight: 0.85,
-            keywords: &[
-                "Fatal Python error: Segmentation",
-                "Fatal Python error: Aborted",
-            ],
-            regex: None,
-            meaning: "a native extension crashed the Python interpreter",
-        },
-    ],
+    outranks: &[super::OUTRANKS_APP_CRASH],
+    reads_log_lines: true,
     check: check_native,
 };
 
@@ -720,7 +557,14 @@ pub static TERMINATED: Rule = Rule {
         fix: "Nothing to fix in the program; find who stopped it (rollout, HPA, drain). Make the program exit quickly on SIGTERM and set terminationGracePeriodSeconds to cover its shutdown.",
         false_positives: "A liveness or startup probe also ends in SIGTERM: with Unhealthy events, or a container that restarts in place with a probe configured, probe-kill ranks first.",
     },
-    signatures: &[],
+    outranks: &[
+        Outrank {
+            cause: Cause::OomKilled,
+            why: "exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted",
+        },
+        super::OUTRANKS_APP_CRASH,
+    ],
+    reads_log_lines: false,
     check: check_terminated,
 };
 
@@ -806,7 +650,7 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
                 0.5,
                 "the program logged that it received SIGTERM: it was asked to stop",
             )
-            .container(s.log.container.as_deref().or(cx.focus_name()))
+            .container(s.container.as_deref().or(cx.focus_name()))
             .cite(&s.cite()),
         );
     }

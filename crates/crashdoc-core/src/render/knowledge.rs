@@ -1,0 +1,213 @@
+//! What crashdoc knows, as text: a rule's documentation with the catalog
+//! entries of its cause (`crashdoc explain`), and the whole catalog with the
+//! source of every entry (`crashdoc catalog`).
+
+use crate::catalog::{self, VocabKind};
+use crate::causes::Cause;
+use crate::scan::{SigKind, Signature};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// One catalog entry, as listed (`crashdoc catalog --format json`).
+#[derive(Debug, Serialize)]
+pub struct EntryView {
+    pub id: &'static str,
+    pub family: &'static str,
+    pub supports: String,
+    pub strength: &'static str,
+    #[serde(rename = "where")]
+    pub places: Vec<&'static str>,
+    pub keywords: &'static [&'static str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regex: Option<&'static str>,
+    pub meaning: &'static str,
+    pub source: &'static str,
+    pub test: &'static str,
+}
+
+fn supports(s: &Signature) -> String {
+    match s.kind {
+        SigKind::Cause(c) => c.id().to_string(),
+        SigKind::Sigterm => "signal:sigterm".into(),
+        SigKind::Exception => "signal:exception".into(),
+        SigKind::Stage(st) => format!("stage:{}", st.describe()),
+    }
+}
+
+pub fn entry_view(s: &'static Signature) -> EntryView {
+    EntryView {
+        id: s.id,
+        family: s.family,
+        supports: supports(s),
+        strength: s.strength.id(),
+        places: s.places.list().into_iter().map(|p| p.id()).collect(),
+        keywords: s.keywords,
+        regex: s.regex,
+        meaning: s.meaning,
+        source: s.source,
+        test: s.test,
+    }
+}
+
+/// The entries selected by a cause, a family or neither.
+pub fn entries(cause: Option<Cause>, family: Option<&str>) -> Vec<EntryView> {
+    catalog::signatures()
+        .iter()
+        .copied()
+        .filter(|s| cause.is_none_or(|c| s.kind == SigKind::Cause(c)))
+        .filter(|s| family.is_none_or(|f| s.family == f))
+        .map(entry_view)
+        .collect()
+}
+
+/// `crashdoc catalog`: every entry with its source, grouped by family.
+pub fn catalog_text(cause: Option<Cause>, family: Option<&str>) -> String {
+    let mut out = String::new();
+    let list = entries(cause, family);
+    let mut last = "";
+    for e in &list {
+        if e.family != last {
+            let _ = writeln!(out, "\n## {}", e.family);
+            last = e.family;
+        }
+        let _ = writeln!(
+            out,
+            "{:40} {:22} {:8}  {}\n    source: {}",
+            e.id, e.supports, e.strength, e.meaning, e.source
+        );
+    }
+    let v = catalog::vocabulary();
+    if cause.is_none() && family.is_none_or(|f| f == "kubernetes-vocabulary") {
+        let _ = writeln!(
+            out,
+            "\n## kubernetes-vocabulary (Kubernetes {}, {} names)",
+            v.kubernetes,
+            v.entries.len()
+        );
+        for e in &v.entries {
+            let _ = writeln!(
+                out,
+                "{:18} {:34} {:22} {}\n    source: {}",
+                e.kind.id(),
+                e.name,
+                e.cause,
+                e.why,
+                e.source
+            );
+        }
+    }
+    let _ = writeln!(out, "\n{} entries.", list.len());
+    out
+}
+
+/// `crashdoc explain CAUSE`: the rule's documentation, the precedence it
+/// declares, the catalog entries of its cause and the Kubernetes reasons
+/// mapped to it, each with its source.
+pub fn explain(c: Cause) -> String {
+    let mut out = String::new();
+    let Some(r) = crate::rules::rule(c) else {
+        return "unknown — the evidence supports no cause; the diagnosis lists what evidence is missing, with the commands to get it\n".into();
+    };
+    let _ = writeln!(out, "{} — {}\n", c.id(), c.title());
+    for (h, t) in [
+        ("What it detects", r.doc.what),
+        ("Why it crash-loops", r.doc.why),
+        ("Evidence", r.doc.evidence),
+        ("Example", r.doc.example),
+        ("Fix", r.doc.fix),
+        ("Known false positives", r.doc.false_positives),
+    ] {
+        let _ = writeln!(out, "{h}:");
+        for l in t.lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+        let _ = writeln!(out);
+    }
+    if !r.outranks.is_empty() {
+        let _ = writeln!(out, "Outranks:");
+        for o in r.outranks {
+            let _ = writeln!(out, "  {:24} {}", o.cause.id(), o.why);
+        }
+        let _ = writeln!(out);
+    }
+    let list = entries(Some(c), None);
+    if !list.is_empty() {
+        let _ = writeln!(out, "Catalog entries ({}):", list.len());
+        for e in &list {
+            let _ = writeln!(
+                out,
+                "  {:40} {:8} [{}] {}\n      source: {}",
+                e.id,
+                e.strength,
+                e.places.join(","),
+                e.meaning,
+                e.source
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let reasons: Vec<_> = catalog::vocabulary()
+        .entries
+        .iter()
+        .filter(|e| e.supports().is_some_and(|(x, _)| x == c))
+        .collect();
+    if !reasons.is_empty() {
+        let _ = writeln!(
+            out,
+            "Kubernetes reasons (Kubernetes {}):",
+            catalog::vocabulary().kubernetes
+        );
+        for e in reasons {
+            let _ = writeln!(
+                out,
+                "  {:18} {:34} {}\n      source: {}",
+                e.kind.id(),
+                e.name,
+                e.why,
+                e.source
+            );
+        }
+    }
+    out
+}
+
+/// How many vocabulary names of each kind map to a cause, and how many are
+/// marked `none`.
+pub fn vocabulary_counts() -> Vec<(VocabKind, usize, usize)> {
+    let mut out: Vec<(VocabKind, usize, usize)> = Vec::new();
+    for e in &catalog::vocabulary().entries {
+        let i = match out.iter().position(|(k, ..)| *k == e.kind) {
+            Some(i) => i,
+            None => {
+                out.push((e.kind, 0, 0));
+                out.len() - 1
+            }
+        };
+        if e.supports().is_some() {
+            out[i].1 += 1;
+        } else {
+            out[i].2 += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explain_shows_entries_with_sources() {
+        let t = explain(Cause::PortConflict);
+        assert!(t.contains("Catalog entries"), "{t}");
+        assert!(t.contains("source: "), "{t}");
+    }
+
+    #[test]
+    fn the_listing_names_every_entry() {
+        let t = catalog_text(None, None);
+        for s in catalog::signatures() {
+            assert!(t.contains(s.id), "{} not listed", s.id);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! How strongly a piece of evidence supports a cause: a handful of named
+//! levels, declared in the catalog and by the rules, and the one place
+//! where a level becomes a number.
+//!
+//! The number exists only because support from several sources adds up
+//! (a log line, an event and a status field agreeing say more than one of
+//! them) and because `confidence` is read off it. Which cause wins when two
+//! compete is not decided here: each rule declares the causes it outranks
+//! (`rules::Outrank`), and `diagnose` applies those declarations.
+
+use serde::{Deserialize, Serialize};
+
+/// How strongly one piece of evidence supports a cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strength {
+    /// A hint: counted only when nothing stronger is found.
+    Weak,
+    /// Usually the cause when it is the last error before exit.
+    Moderate,
+    /// Names the cause, but can also be a consequence of another failure.
+    Strong,
+    /// Names the cause; practically nothing else prints it.
+    Decisive,
+}
+
+impl Strength {
+    pub const ALL: [Strength; 4] = [
+        Strength::Weak,
+        Strength::Moderate,
+        Strength::Strong,
+        Strength::Decisive,
+    ];
+
+    /// The support score of one piece of evidence at this level, 0..1.
+    pub fn score(self) -> f32 {
+        match self {
+            Strength::Weak => 0.55,
+            Strength::Moderate => 0.7,
+            Strength::Strong => 0.8,
+            Strength::Decisive => 0.9,
+        }
+    }
+
+    /// The level a score reaches (the inverse of [`Strength::score`], for
+    /// scores that evidence added up to).
+    pub fn of_score(s: f32) -> Strength {
+        Strength::ALL
+            .into_iter()
+            .rev()
+            .find(|l| s >= l.score())
+            .unwrap_or(Strength::Weak)
+    }
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Strength::Weak => "weak",
+            Strength::Moderate => "moderate",
+            Strength::Strong => "strong",
+            Strength::Decisive => "decisive",
+        }
+    }
+}
+
+impl std::fmt::Display for Strength {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// Small adjustments of a finding's score, named so that check bodies say
+/// what they weigh instead of carrying numbers.
+pub mod adjust {
+    /// Independent support from another source (a log line and an event).
+    pub const CORROBORATED: f32 = 0.02;
+    /// Each further distinct line saying the same thing (up to three).
+    pub const REPEATED: f32 = 0.03;
+    /// The line is where the program says why it stopped (the last line of a
+    /// traceback, a panic, a fatal log line).
+    pub const DECISIVE_LINE: f32 = 0.08;
+    /// The line is near the end of the log.
+    pub const NEAR_END: f32 = 0.04;
+    /// No score reaches certainty.
+    pub const CEILING: f32 = 0.97;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_are_ordered_and_round_trip() {
+        let mut last = 0.0;
+        for l in Strength::ALL {
+            assert!(l.score() > last);
+            last = l.score();
+            assert_eq!(Strength::of_score(l.score()), l);
+            assert_eq!(Strength::of_score(l.score() + 0.01), l);
+        }
+        assert_eq!(Strength::of_score(0.1), Strength::Weak);
+    }
+}
