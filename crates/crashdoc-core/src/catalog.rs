@@ -29,6 +29,35 @@ pub const FILES: &[(&str, &str)] = &[
         "model-server-stages.yaml",
         include_str!("../catalog/model-server-stages.yaml"),
     ),
+    (
+        "kubernetes.yaml",
+        include_str!("../catalog/kubernetes.yaml"),
+    ),
+    (
+        "container-runtime.yaml",
+        include_str!("../catalog/container-runtime.yaml"),
+    ),
+    (
+        "nvidia-container.yaml",
+        include_str!("../catalog/nvidia-container.yaml"),
+    ),
+    ("cuda.yaml", include_str!("../catalog/cuda.yaml")),
+    (
+        "gpu-frameworks.yaml",
+        include_str!("../catalog/gpu-frameworks.yaml"),
+    ),
+    (
+        "model-servers.yaml",
+        include_str!("../catalog/model-servers.yaml"),
+    ),
+    ("errno.yaml", include_str!("../catalog/errno.yaml")),
+    ("runtimes.yaml", include_str!("../catalog/runtimes.yaml")),
+    ("cpu.yaml", include_str!("../catalog/cpu.yaml")),
+    ("databases.yaml", include_str!("../catalog/databases.yaml")),
+    (
+        "infrastructure.yaml",
+        include_str!("../catalog/infrastructure.yaml"),
+    ),
 ];
 
 /// Kubernetes' vocabulary, extracted from its source.

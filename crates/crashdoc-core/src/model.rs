@@ -454,6 +454,10 @@ pub struct Pod {
     pub containers: Vec<Container>,
     pub events: Vec<Event>,
     pub logs: Vec<crate::scan::LogScan>,
+    /// The text of structured inputs (describe output, YAML, event tables),
+    /// scanned line by line like a log, so that evidence outside the layout
+    /// its parser expects is still seen. Not a container's output.
+    pub texts: Vec<crate::scan::LogScan>,
     pub pvcs: Vec<Pvc>,
     pub config_objects: Vec<ConfigObject>,
     pub object_refs: Vec<ObjectRef>,

@@ -6,6 +6,7 @@
 pub mod bundle;
 pub mod describe;
 pub mod dump;
+pub mod fragments;
 pub mod objects;
 pub mod paste;
 pub mod tables;
@@ -140,6 +141,10 @@ pub struct Parts {
     pub rows: Vec<tables::PodRow>,
     pub events: Vec<Event>,
     pub logs: Vec<LogScan>,
+    /// Structured documents scanned as text too.
+    pub texts: Vec<LogScan>,
+    /// Container states found by key in any text.
+    pub fragments: Vec<fragments::Fragment>,
     pub pvcs: Vec<Pvc>,
     pub config_objects: Vec<ConfigObject>,
     pub object_refs: Vec<ObjectRef>,
@@ -201,16 +206,36 @@ impl Parts {
         );
         let before = self.count();
         let name = doc.name.clone();
+        let free_text = matches!(
+            kind,
+            FileKind::Logs {
+                kind: LogKind::Other,
+                ..
+            }
+        );
+        if free_text
+            || !matches!(
+                kind,
+                FileKind::Logs { .. } | FileKind::BundleMeta | FileKind::Other
+            )
+        {
+            self.fragments.extend(fragments::states(&doc));
+        }
         let fallback = structured.then(|| doc.clone());
         self.add_doc_inner(kind, doc);
         if let Some(doc) = fallback
-            && self.count() == before
             && !doc.text.trim().is_empty()
         {
-            self.notes.push(format!(
-                "{name}: not in the expected layout; scanned as text"
-            ));
-            self.scan_doc(&doc, LogKind::Other, None);
+            if self.count() == before {
+                self.notes.push(format!(
+                    "{name}: not in the expected layout; scanned as text"
+                ));
+                self.scan_doc(&doc, LogKind::Other, None);
+            } else {
+                // Layout parsing adds structure; it never decides whether a
+                // line is seen: every line is matched as text too.
+                self.scan_doc(&doc, LogKind::Text, None);
+            }
         }
     }
 
@@ -286,18 +311,21 @@ impl Parts {
     fn scan_doc(&mut self, doc: &Doc, kind: LogKind, container: Option<String>) {
         let mut scan = Catalog::global().scan_str(&doc.text, &doc.name, kind, container);
         shift_lines(&mut scan, doc.line_offset);
-        self.logs.push(scan);
+        if kind == LogKind::Text {
+            if !scan.hits.is_empty() {
+                self.texts.push(scan);
+            }
+        } else {
+            self.logs.push(scan);
+        }
     }
 
     /// Read one file by name from a reader. Logs are streamed; other files
     /// are read into memory up to [`MAX_TEXT_FILE`].
     pub fn add_file<R: Read>(&mut self, name: &str, size: u64, reader: R) -> std::io::Result<()> {
-        let Some(kind) = kind_of_file(name) else {
-            self.notes.push(format!(
-                "ignored {name}: not a file name crashdoc reads (see `crashdoc analyze --help`)"
-            ));
-            return Ok(());
-        };
+        // A file whose name is not known is read like a paste: evidence is
+        // read wherever it stands (shared/spec/inputs.md).
+        let kind = kind_of_file(name).unwrap_or(FileKind::Other);
         self.sources.push(name.to_string());
         if let FileKind::Logs { kind, container } = kind {
             let scan = Catalog::global().scan(reader, name, kind, container)?;
@@ -319,6 +347,7 @@ impl Parts {
         let mut bytes = Vec::with_capacity(size as usize);
         reader.take(MAX_TEXT_FILE).read_to_end(&mut bytes)?;
         if !crate::text::looks_textual(&bytes) {
+            self.sources.pop();
             self.notes.push(format!("skipped {name}: not text"));
             return Ok(());
         }
@@ -610,6 +639,7 @@ pub fn assemble(mut parts: Parts) -> Evidence {
             pod.listed_status = Some(Field::new(r.status.clone(), c));
             pod.listed_restarts = r.restarts;
         }
+        apply_fragments(pod, &parts.fragments, &rows);
         // Events: those about this pod, or about no pod in particular.
         for e in &events {
             // Events of a sibling pod of the same workload (an earlier
@@ -685,6 +715,7 @@ pub fn assemble(mut parts: Parts) -> Evidence {
             }
             pod.logs.push(l);
         }
+        pod.texts.extend(parts.texts.iter().cloned());
         name_anonymous_containers(pod);
         pod.sources.extend(parts.sources.iter().cloned());
         pod.notes.extend(notes.iter().cloned());
@@ -698,6 +729,66 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         pods,
         notes,
         collector_missing,
+    }
+}
+
+/// Container states found by key in text, and the status history of
+/// `get pods --watch` rows, for a pod whose structured inputs gave none.
+fn apply_fragments(pod: &mut Pod, found: &[fragments::Fragment], rows: &[tables::PodRow]) {
+    let has_state = |p: &Pod| {
+        p.containers
+            .iter()
+            .any(|c| c.last_termination().is_some() || c.waiting_reason().is_some())
+    };
+    if has_state(pod) {
+        return;
+    }
+    for f in found {
+        let i = match &f.container {
+            Some(n) => match pod.containers.iter().position(|c| &c.name == n) {
+                Some(i) => i,
+                None if pod.containers.len() == 1 && pod.containers[0].name.is_empty() => 0,
+                None => {
+                    pod.containers.push(Container::named(n.clone()));
+                    pod.containers.len() - 1
+                }
+            },
+            None => {
+                if pod.containers.is_empty() {
+                    pod.containers.push(Container::default());
+                }
+                0
+            }
+        };
+        let c = &mut pod.containers[i];
+        if c.name.is_empty()
+            && let Some(n) = &f.container
+        {
+            c.name = n.clone();
+        }
+        let slot = if f.last || f.state.kind == StateKind::Terminated && c.state.is_some() {
+            &mut c.last_state
+        } else {
+            &mut c.state
+        };
+        if slot.is_none() {
+            *slot = Some(f.state.clone());
+        }
+    }
+    if !has_state(pod) {
+        let mine: Vec<&tables::PodRow> = rows
+            .iter()
+            .filter(|r| Some(r.name.as_str()) == pod.name.as_deref())
+            .collect();
+        if let Some(st) = fragments::from_status_history(&mine) {
+            if pod.containers.is_empty() {
+                pod.containers.push(Container::default());
+            }
+            let c = &mut pod.containers[0];
+            if c.last_state.is_none() {
+                c.last_state = Some(st);
+            }
+        }
     }
 }
 

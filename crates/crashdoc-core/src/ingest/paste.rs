@@ -21,6 +21,10 @@ static BARE_PROMPT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*(?:\S+@\S*[:~][^$#]*[$#]|\$)\s+\S").expect("static regex"));
 static DESCRIBE_START: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^Name:\s+\S+\s*$").expect("static regex"));
+/// A partial `describe pod` paste starts at one of its blocks.
+static DESCRIBE_PART: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:Init Containers|Containers|Controlled By|Last State|QoS Class|Node-Selectors|Tolerations):(?:\s|$)").expect("static regex")
+});
 static PODS_HEADER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^NAME\s+READY\s+STATUS").expect("static regex"));
 static EVENTS_HEADER: LazyLock<Regex> = LazyLock::new(|| {
@@ -121,7 +125,7 @@ fn kind_of_command(cmd: &str) -> FileKind {
 /// Recognise a section with no command line by its first lines.
 fn kind_of_shape(line: &str) -> Option<FileKind> {
     let t = line.trim();
-    if DESCRIBE_START.is_match(t) {
+    if DESCRIBE_START.is_match(t) || DESCRIBE_PART.is_match(t) {
         return Some(FileKind::Describe);
     }
     if PODS_HEADER.is_match(t) {
