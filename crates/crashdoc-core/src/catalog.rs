@@ -272,6 +272,9 @@ fn entry_signature(family: &str, file: &str, e: RawEntry) -> Result<Signature, S
     if e.places.is_empty() {
         return Err("no place (`where`)".into());
     }
+    if e.strength == Strength::Hint {
+        return Err("`hint` is for what the status alone suggests, not for a message".into());
+    }
     let keywords: Vec<&'static str> = e.keywords.into_iter().map(leak).collect();
     Ok(Signature {
         id: leak(e.id),
@@ -350,10 +353,45 @@ fn static_fill(template: &str) -> String {
     VERB.replace_all(template, "x1").replace("%%", "%")
 }
 
+/// A vocabulary name, ready for lookup: its message template as a regular
+/// expression (to tell apart entries of one name), and the cause it
+/// supports as a catalog entry.
+struct Reason {
+    kind: VocabKind,
+    name: &'static str,
+    template: Option<regex::Regex>,
+    sig: Option<&'static Signature>,
+}
+
 struct Loaded {
     signatures: Vec<&'static Signature>,
     vocabulary: Vocabulary,
+    reasons: Vec<Reason>,
     problems: Vec<Problem>,
+}
+
+/// A vocabulary entry as the catalog entry that a matching reason field
+/// stands for (looked up by name, never scanned for).
+fn reason_signature(v: &VocabEntry, version: &str, n: usize) -> Option<Signature> {
+    let (cause, strength) = v.supports()?;
+    let slug = v
+        .name
+        .to_ascii_lowercase()
+        .replace([' ', '_', ':', '/'], "-");
+    Some(Signature {
+        id: leak(format!("k8s.reason.{}.{slug}.{n}", v.kind.id())),
+        kind: SigKind::Cause(cause),
+        strength,
+        places: Places::of(&[Place::Event, Place::State, Place::Node]),
+        keywords: Vec::leak(vec![leak(v.name.clone())]),
+        regex: None,
+        meaning: leak(v.why.clone()),
+        source: leak(format!("kubernetes {version} {}", v.source)),
+        family: "kubernetes-vocabulary",
+        file: VOCABULARY.0,
+        test: "",
+        near_miss: &[],
+    })
 }
 
 fn load() -> Loaded {
@@ -404,9 +442,25 @@ fn load() -> Loaded {
             signatures.push(Box::leak(Box::new(s)));
         }
     }
+    let reasons = vocabulary
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(n, v)| Reason {
+            kind: v.kind,
+            name: leak(v.name.clone()),
+            template: v
+                .message
+                .as_deref()
+                .and_then(template_pattern)
+                .and_then(|(_, rx)| regex::Regex::new(&rx).ok()),
+            sig: reason_signature(v, &vocabulary.kubernetes, n).map(|s| &*Box::leak(Box::new(s))),
+        })
+        .collect();
     Loaded {
         signatures,
         vocabulary,
+        reasons,
         problems,
     }
 }
@@ -438,6 +492,34 @@ pub fn reason(kind: VocabKind, name: &str) -> Option<&'static VocabEntry> {
         .entries
         .iter()
         .find(|e| e.kind == kind && e.name == name)
+}
+
+/// The catalog entry a Kubernetes reason stands for (`OOMKilled` as a
+/// terminated reason, `FailedMount` as an event reason), or `None` when the
+/// vocabulary marks it `none` or does not know it. When one name has several
+/// entries (`Unhealthy` for liveness and readiness), the one whose message
+/// template matches `message` decides; without a match, they must agree.
+pub fn reason_support(
+    kind: VocabKind,
+    name: &str,
+    message: Option<&str>,
+) -> Option<&'static Signature> {
+    let all: Vec<&Reason> = LOADED
+        .reasons
+        .iter()
+        .filter(|r| r.kind == kind && r.name == name)
+        .collect();
+    if let Some(m) = message
+        && let Some(r) = all
+            .iter()
+            .find(|r| r.template.as_ref().is_some_and(|t| t.is_match(m)))
+    {
+        return r.sig;
+    }
+    let first = all.first()?.sig?;
+    all.iter()
+        .all(|r| r.sig.is_some_and(|s| s.kind == first.kind))
+        .then_some(first)
 }
 
 /// Everything wrong with the catalog's data: unreadable files, malformed
@@ -545,6 +627,30 @@ mod tests {
         assert!(r.is_match("Back-off restarting failed container web in pod web-1_default(uid)"));
         assert!(template_pattern("%s").is_none());
         assert!(template_pattern("failed %v").is_none());
+    }
+
+    #[test]
+    fn reasons_are_looked_up_by_name_and_message() {
+        let oom = reason_support(VocabKind::TerminatedReason, "OOMKilled", None).unwrap();
+        assert_eq!(oom.kind, SigKind::Cause(Cause::OomKilled));
+        assert!(reason_support(VocabKind::WaitingReason, "CrashLoopBackOff", None).is_none());
+        let live = reason_support(
+            VocabKind::EventReason,
+            "Unhealthy",
+            Some("Liveness probe failed: HTTP probe failed with statuscode: 500"),
+        )
+        .unwrap();
+        assert_eq!(live.kind, SigKind::Cause(Cause::ProbeKill));
+        // The near miss: a readiness probe never kills.
+        assert!(
+            reason_support(
+                VocabKind::EventReason,
+                "Unhealthy",
+                Some("Readiness probe failed: connection refused")
+            )
+            .is_none()
+        );
+        assert!(reason_support(VocabKind::EventReason, "NoSuchReason", None).is_none());
     }
 
     #[test]

@@ -134,6 +134,17 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     for f in findings {
         match merged.iter_mut().find(|m| m.cause == f.cause) {
             Some(m) => {
+                if m.generic && !f.generic {
+                    // The rule's own reading of the evidence leads.
+                    m.summary = f.summary.clone();
+                    m.generic = false;
+                    let mut fix = f.fix.clone();
+                    fix.append(&mut m.fix);
+                    m.fix = fix;
+                    if f.container.is_some() {
+                        m.container = f.container.clone();
+                    }
+                }
                 let mut new_evidence = false;
                 for e in f.evidence {
                     if !m.evidence.contains(&e) && m.evidence.len() < 6 {
@@ -155,13 +166,15 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                 m.container = m.container.take().or(f.container);
                 // Independent support from another source adds a little.
                 if new_evidence {
-                    m.score = (m.score + adjust::CORROBORATED).min(0.98);
+                    m.score = (m.score + adjust::CORROBORATED).min(adjust::SPECIFIC_CEILING);
                 }
             }
             None => merged.push(f),
         }
     }
     rank(&mut merged);
+    let candidates = rules::candidates::candidates(&cx, &merged);
+    merged.extend(candidates);
 
     let missing = missing_evidence(pod, collector_missing);
     let mut diagnoses: Vec<Diagnosis> = merged
@@ -289,9 +302,7 @@ fn catalog_findings(cx: &Context, found: &[Finding]) -> Vec<Finding> {
         let sup: Vec<_> = cx
             .catalog_support(r.cause)
             .into_iter()
-            .filter(|s| {
-                !(r.reads_log_lines && s.at == crate::catalog::Place::Log) && !cited(&s.cite())
-            })
+            .filter(|s| !r.reads.contains(&s.at) && !cited(&s.cite()))
             .collect();
         let Some(best) = sup.first() else { continue };
         let mut lines: Vec<String> = sup.iter().map(|s| s.cite().reference).collect();
@@ -305,6 +316,7 @@ fn catalog_findings(cx: &Context, found: &[Finding]) -> Vec<Finding> {
         let mut f = Finding::new(r.cause, score, best.hit.sig.meaning)
             .container(container.as_deref())
             .fix(r.doc.fix);
+        f.generic = true;
         for s in sup.iter().take(3) {
             f = f.cite(&s.cite());
         }

@@ -466,7 +466,7 @@ impl Catalog {
             .filter(|&i| self.regexes[i].as_ref().is_none_or(|r| r.is_match(body)))
             .map(|i| self.sigs[i])
             .collect();
-        out.sort_by(|a, b| b.strength.cmp(&a.strength));
+        out.sort_by_key(|s| std::cmp::Reverse(s.strength));
         out
     }
 

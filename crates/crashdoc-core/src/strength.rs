@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Strength {
+    /// What the status alone suggests (an exit code, a restart pattern),
+    /// with no message naming the cause: a candidate to rule out, never a
+    /// diagnosis on its own. Only `rules::candidates` uses it.
+    Hint,
     /// A hint: counted only when nothing stronger is found.
     Weak,
     /// Usually the cause when it is the last error before exit.
@@ -25,7 +29,8 @@ pub enum Strength {
 }
 
 impl Strength {
-    pub const ALL: [Strength; 4] = [
+    pub const ALL: [Strength; 5] = [
+        Strength::Hint,
         Strength::Weak,
         Strength::Moderate,
         Strength::Strong,
@@ -35,6 +40,7 @@ impl Strength {
     /// The support score of one piece of evidence at this level, 0..1.
     pub fn score(self) -> f32 {
         match self {
+            Strength::Hint => 0.4,
             Strength::Weak => 0.55,
             Strength::Moderate => 0.7,
             Strength::Strong => 0.8,
@@ -49,11 +55,12 @@ impl Strength {
             .into_iter()
             .rev()
             .find(|l| s >= l.score())
-            .unwrap_or(Strength::Weak)
+            .unwrap_or(Strength::Hint)
     }
 
     pub fn id(self) -> &'static str {
         match self {
+            Strength::Hint => "hint",
             Strength::Weak => "weak",
             Strength::Moderate => "moderate",
             Strength::Strong => "strong",
@@ -82,6 +89,11 @@ pub mod adjust {
     pub const NEAR_END: f32 = 0.04;
     /// No score reaches certainty.
     pub const CEILING: f32 = 0.97;
+    /// A finding that names more than the generic line it rests on (the
+    /// volume mount a write failed under) ranks just above that line.
+    pub const MORE_SPECIFIC: f32 = 0.02;
+    /// The ceiling of such a finding, and of merged findings.
+    pub const SPECIFIC_CEILING: f32 = 0.98;
 }
 
 #[cfg(test)]
@@ -97,6 +109,6 @@ mod tests {
             assert_eq!(Strength::of_score(l.score()), l);
             assert_eq!(Strength::of_score(l.score() + 0.01), l);
         }
-        assert_eq!(Strength::of_score(0.1), Strength::Weak);
+        assert_eq!(Strength::of_score(0.1), Strength::Hint);
     }
 }

@@ -141,7 +141,7 @@ struct Outcome {
 
 fn run_case(dir: &Path, exp: &Expected) -> Outcome {
     let mut out = Outcome::default();
-    let ev = match crashdoc_core::ingest::read_path(dir) {
+    let ev = match common::read_case(dir) {
         Ok(ev) => ev,
         Err(e) => {
             out.hard.push(format!("the input cannot be read: {e}"));

@@ -222,6 +222,7 @@ impl Parts {
             self.fragments.extend(fragments::states(&doc));
         }
         let fallback = structured.then(|| doc.clone());
+        let mark = (self.events.len(), self.objects.len(), self.described.len());
         self.add_doc_inner(kind, doc);
         if let Some(doc) = fallback
             && !doc.text.trim().is_empty()
@@ -233,8 +234,17 @@ impl Parts {
                 self.scan_doc(&doc, LogKind::Other, None);
             } else {
                 // Layout parsing adds structure; it never decides whether a
-                // line is seen: every line is matched as text too.
+                // line is seen: every line is matched as text too, but for
+                // the event rows it read (whichever pod they are about).
+                let read = self.event_lines_since(mark);
                 self.scan_doc(&doc, LogKind::Text, None);
+                if let Some(t) = self.texts.last_mut().filter(|t| t.file == doc.name) {
+                    t.hits
+                        .retain(|h| !read.contains(&format!("{}:{}", t.file, h.line.number)));
+                    if t.hits.is_empty() {
+                        self.texts.pop();
+                    }
+                }
             }
         }
     }
@@ -308,6 +318,21 @@ impl Parts {
         }
     }
 
+    /// The `file:line` of the events parsed since `mark`.
+    fn event_lines_since(&self, mark: (usize, usize, usize)) -> std::collections::HashSet<String> {
+        let loc = |c: &Cite| c.location.clone().unwrap_or_else(|| c.reference.clone());
+        self.events[mark.0..]
+            .iter()
+            .chain(self.objects[mark.1..].iter().flat_map(|o| o.events.iter()))
+            .chain(
+                self.described[mark.2..]
+                    .iter()
+                    .flat_map(|d| d.pod.events.iter()),
+            )
+            .map(|e| loc(&e.cite))
+            .collect()
+    }
+
     fn scan_doc(&mut self, doc: &Doc, kind: LogKind, container: Option<String>) {
         let mut scan = Catalog::global().scan_str(&doc.text, &doc.name, kind, container);
         shift_lines(&mut scan, doc.line_offset);
@@ -325,7 +350,12 @@ impl Parts {
     pub fn add_file<R: Read>(&mut self, name: &str, size: u64, reader: R) -> std::io::Result<()> {
         // A file whose name is not known is read like a paste: evidence is
         // read wherever it stands (shared/spec/inputs.md).
-        let kind = kind_of_file(name).unwrap_or(FileKind::Other);
+        let kind = kind_of_file(name).unwrap_or_else(|| {
+            self.notes.push(format!(
+                "{name}: not a file name crashdoc knows; read like a paste (see `crashdoc analyze --help`)"
+            ));
+            FileKind::Other
+        });
         self.sources.push(name.to_string());
         if let FileKind::Logs { kind, container } = kind {
             let scan = Catalog::global().scan(reader, name, kind, container)?;

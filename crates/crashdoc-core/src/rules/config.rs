@@ -2,6 +2,7 @@
 //! own settings, and credentials.
 
 use super::{Context, Finding, Rule, RuleDoc};
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
@@ -19,7 +20,7 @@ pub static CONFIG_REF_MISSING: Rule = Rule {
         false_positives: "CreateContainerConfigError also comes from runAsNonRoot checks; the event text then says so and permission is reported.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: false,
+    reads: &[],
     check: check_config_ref,
 };
 
@@ -195,7 +196,7 @@ pub static BAD_CONFIG: Rule = Rule {
         false_positives: "A message naming a variable can also come from a missing credential (auth-failure) or an unreachable endpoint (dependency-unreachable); their specific signatures outrank this one.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_bad_config,
 };
 
@@ -258,7 +259,7 @@ pub static AUTH_FAILURE: Rule = Rule {
         false_positives: "A 403 from a registry during image pull is image-pull; a permission denied on a file is permission.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_auth,
 };
 
@@ -287,7 +288,16 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
                 "grant the missing permission:\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {sa}-{resource}\n  namespace: {ns}\nrules:\n- apiGroups: [\"{group}\"]\n  resources: [\"{resource}\"]\n  verbs: [\"{verb}\"]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: {sa}-{resource}\n  namespace: {ns}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: {sa}-{resource}\nsubjects:\n- kind: ServiceAccount\n  name: {sa}\n  namespace: {ns}"
             ))
             .cmd(format!("kubectl auth can-i {verb} {resource}{} --as=system:serviceaccount:{ns}:{sa} -n {ns}", if group.is_empty() { String::new() } else { format!(".{group}") }));
-        } else if f.summary.contains("model hub") {
+        } else if f.summary.contains("model hub")
+            || f.evidence.iter().any(|e| {
+                ["HF_TOKEN", "huggingface", "gated", "hf_hub"]
+                    .iter()
+                    .any(|k| e.text.contains(k))
+            })
+        {
+            if !f.summary.contains("model hub") {
+                f.summary = "the model hub refused the token (missing, invalid or without access to a gated model)".to_string();
+            }
             f = f
                 .fix("check the token Secret the pod passes as HF_TOKEN: a valid token of an account that has accepted the model's license (gated models need both)")
                 .fix("or pre-load the weights onto a volume and run offline (HF_HUB_OFFLINE=1) so the pod needs no token");

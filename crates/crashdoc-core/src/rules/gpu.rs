@@ -2,6 +2,7 @@
 //! vLLM, TGI, Triton, Ollama, llama.cpp, SGLang and friends.
 
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::{SigKind, Stage};
@@ -213,7 +214,7 @@ pub static GPU_OOM: Rule = Rule {
         },
         super::OUTRANKS_APP_CRASH,
     ],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_gpu_oom,
 };
 
@@ -336,7 +337,7 @@ pub static GPU_UNAVAILABLE: Rule = Rule {
         false_positives: "A pod Pending for `Insufficient nvidia.com/gpu` is unschedulable first; the GPU shortage is noted as second.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_gpu_unavailable,
 };
 

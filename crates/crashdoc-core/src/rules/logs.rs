@@ -1,6 +1,7 @@
 //! Causes read mainly from the container's own output.
 
 use super::{Context, Finding, Rule, RuleDoc};
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::scan::SigKind;
 use regex::Regex;
@@ -17,7 +18,7 @@ pub static MISSING_FILE: Rule = Rule {
         false_positives: "`exec: ... no such file or directory` from the runtime is the entrypoint itself: bad-command.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_missing_file,
 };
 
@@ -100,7 +101,7 @@ pub static DEPENDENCY_UNREACHABLE: Rule = Rule {
         false_positives: "`connection refused` in a liveness probe event is the probe failing, not a dependency (probe-kill).",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_dependency,
 };
 
@@ -202,7 +203,7 @@ pub static PORT_CONFLICT: Rule = Rule {
         false_positives: "A restart of the same process while the old one still holds the port shows this briefly, once.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_port,
 };
 
@@ -247,7 +248,7 @@ pub static APP_CRASH: Rule = Rule {
         false_positives: "Exceptions that carry a more specific cause (connection refused, file not found, out of memory) are reported as that cause.",
     },
     outranks: &[],
-    reads_log_lines: false,
+    reads: &[],
     check: check_app_crash,
 };
 

@@ -4,6 +4,7 @@
 //! CAUSE` prints that text, and the fixtures under `tests/fixtures/rules`
 //! hold a positive and a near-miss negative input for each.
 
+pub mod candidates;
 mod config;
 pub mod gpu;
 pub mod logs;
@@ -11,7 +12,7 @@ mod placement;
 pub mod probes;
 mod status;
 
-use crate::catalog::Place;
+use crate::catalog::{Place, VocabKind};
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::{Hit, LogKind, LogScan, SigKind};
@@ -39,10 +40,12 @@ pub struct Rule {
     /// between causes that declare nothing about each other (or both do,
     /// each for its own evidence).
     pub outranks: &'static [Outrank],
-    /// The check reads its cause's log lines itself (`Context::from_logs`).
-    /// Otherwise the catalog's lines for the cause become a finding of
-    /// their own, beside whatever the check finds in the status.
-    pub reads_log_lines: bool,
+    /// The places whose catalog matches for its cause the check weighs
+    /// itself (log lines through `Context::from_logs`, events and states
+    /// with its own judgment: a stale pull failure, a Job's exit 0). The
+    /// catalog's matches at the other places become a finding of their
+    /// own, beside whatever the check finds.
+    pub reads: &'static [Place],
     pub check: fn(&Context) -> Vec<Finding>,
 }
 
@@ -72,6 +75,9 @@ pub struct Finding {
     pub commands: Vec<String>,
     /// Why this ranks where it does, when other signals compete.
     pub reasoning: Vec<String>,
+    /// Made by the catalog's generic pass rather than a rule's check: when
+    /// both name the cause, the check's summary and fix lead.
+    pub generic: bool,
 }
 
 impl Finding {
@@ -85,6 +91,7 @@ impl Finding {
             fix: vec![],
             commands: vec![],
             reasoning: vec![],
+            generic: false,
         }
     }
     pub fn container(mut self, c: Option<&str>) -> Self {
@@ -300,6 +307,27 @@ impl<'a> Context<'a> {
                 });
             }
         }
+        for (kind, name, message, container, at, cite) in reason_fields(pod) {
+            let Some(sig) = crate::catalog::reason_support(kind, name, message) else {
+                continue;
+            };
+            supports.push(Support {
+                hit: Hit {
+                    sig,
+                    line: crate::scan::Line {
+                        number: 0,
+                        text: name.to_string(),
+                    },
+                    decisive: false,
+                },
+                log: None,
+                kind: None,
+                at,
+                container,
+                score: sig.weight() * 0.97,
+                cite: cite.clone(),
+            });
+        }
         Context {
             pod,
             focus,
@@ -502,6 +530,77 @@ fn structured_lines(pod: &Pod) -> std::collections::HashSet<String> {
     out
 }
 
+type ReasonField<'a> = (
+    VocabKind,
+    &'a str,
+    Option<&'a str>,
+    Option<String>,
+    Place,
+    &'a Cite,
+);
+
+/// The reason fields of the pod that Kubernetes' vocabulary names: event
+/// reasons, container waiting and terminated reasons, the pod's status
+/// reason, and the STATUS column of `get pods` (which shows one of them).
+fn reason_fields(pod: &Pod) -> Vec<ReasonField<'_>> {
+    let mut out: Vec<ReasonField> = Vec::new();
+    for e in &pod.events {
+        out.push((
+            VocabKind::EventReason,
+            e.reason.as_str(),
+            Some(e.message.as_str()),
+            None,
+            Place::Event,
+            &e.cite,
+        ));
+    }
+    for c in &pod.containers {
+        let name = (!c.name.is_empty()).then(|| c.name.clone());
+        for st in [c.state.as_ref(), c.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let Some(r) = &st.reason else { continue };
+            let kind = match st.kind {
+                StateKind::Waiting => VocabKind::WaitingReason,
+                StateKind::Terminated => VocabKind::TerminatedReason,
+                StateKind::Running => continue,
+            };
+            let msg = st.message.as_ref().map(|m| m.value.as_str());
+            out.push((
+                kind,
+                r.value.as_str(),
+                msg,
+                name.clone(),
+                Place::State,
+                &r.cite,
+            ));
+        }
+    }
+    if let Some(r) = &pod.reason {
+        let msg = pod.message.as_ref().map(|m| m.value.as_str());
+        out.push((
+            VocabKind::PodReason,
+            r.value.as_str(),
+            msg,
+            None,
+            Place::State,
+            &r.cite,
+        ));
+    }
+    if let Some(s) = &pod.listed_status {
+        let v = s.value.strip_prefix("Init:").unwrap_or(&s.value);
+        for kind in [
+            VocabKind::WaitingReason,
+            VocabKind::TerminatedReason,
+            VocabKind::PodReason,
+        ] {
+            out.push((kind, v, None, None, Place::State, &s.cite));
+        }
+    }
+    out
+}
+
 /// The texts of the pod's status that the catalog is matched against:
 /// events (reason and message), container states' reasons and messages,
 /// the pod's status reason and message, node conditions.
@@ -585,7 +684,14 @@ pub fn focus_container(pod: &Pod) -> Option<&Container> {
             if pod.containers.len() == 1 {
                 pod.containers.first()
             } else {
-                None
+                // Previous logs exist only for a container that restarted.
+                pod.logs
+                    .iter()
+                    .filter(|l| l.kind == LogKind::Previous)
+                    .find_map(|l| {
+                        let n = l.container.as_deref()?;
+                        pod.containers.iter().find(|c| c.name == n)
+                    })
             }
         })
 }

@@ -2,8 +2,10 @@
 //! volumes, disks and the security context.
 
 use super::{Context, Finding, Rule, RuleDoc};
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
+use crate::strength::adjust;
 
 /// Whether any container got as far as being created (so the pod was scheduled).
 fn started(pod: &Pod) -> bool {
@@ -30,7 +32,7 @@ pub static NODE_PRESSURE: Rule = Rule {
         false_positives: "An eviction by the API (a drain, preemption) also says Evicted: the message then names no resource.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_node_pressure,
 };
 
@@ -140,7 +142,7 @@ pub static VOLUME: Rule = Rule {
         false_positives: "A ConfigMap or Secret volume that does not exist also fails to mount: that is reported as config-ref-missing.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_volume,
 };
 
@@ -250,7 +252,8 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
                 .first()
                 .map_or(0.0, |g| g.score);
             let base = if m.read_only { 0.88f32 } else { 0.8 };
-            let f = Finding::new(Cause::Volume, base.max((generic + 0.02).min(0.97)), summary)
+            let score = base.max((generic + adjust::MORE_SPECIFIC).min(adjust::SPECIFIC_CEILING));
+            let f = Finding::new(Cause::Volume, score, summary)
                 .container(s.container.as_deref().or(cx.focus_name()))
                 .cite(&s.cite())
                 .cite(&m.cite)
@@ -278,7 +281,7 @@ pub static DISK_FULL: Rule = Rule {
         false_positives: "A full ephemeral-storage that gets the pod evicted is reported as node-pressure.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_disk_full,
 };
 
@@ -344,7 +347,7 @@ pub static PERMISSION: Rule = Rule {
         false_positives: "A permission error on a path under a volume mount is usually the volume's ownership or read-only mode: reported as volume when the mount is known.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_permission,
 };
 
@@ -421,7 +424,7 @@ pub static IMAGE_PULL: Rule = Rule {
         false_positives: "None known: the reason is explicit. The message tells which of the causes above applies.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: false,
+    reads: &[Place::Event, Place::State],
     check: check_image_pull,
 };
 
@@ -560,7 +563,7 @@ pub static UNSCHEDULABLE: Rule = Rule {
         false_positives: "A pod briefly Pending while its image is pulled or volumes attach is not unschedulable: without FailedScheduling or an unbound claim, confidence stays low.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: false,
+    reads: &[Place::Event, Place::State],
     check: check_unschedulable,
 };
 

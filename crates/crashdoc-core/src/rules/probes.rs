@@ -2,6 +2,7 @@
 //! still starting or briefly busy.
 
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
@@ -32,7 +33,7 @@ pub static PROBE_KILL: Rule = Rule {
         },
         super::OUTRANKS_APP_CRASH,
     ],
-    reads_log_lines: false,
+    reads: &[Place::Event, Place::State],
     check: check_probe_kill,
 };
 

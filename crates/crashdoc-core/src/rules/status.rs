@@ -1,6 +1,7 @@
 //! Rules that read the container's termination: reason, exit code, signal.
 
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
+use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
@@ -24,7 +25,7 @@ pub static OOM_KILLED: Rule = Rule {
         },
         super::OUTRANKS_APP_CRASH,
     ],
-    reads_log_lines: true,
+    reads: &[Place::Log, Place::State, Place::Event],
     check: check_oom,
 };
 
@@ -205,7 +206,7 @@ pub static EXIT_ZERO: Rule = Rule {
         false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: false,
+    reads: &[Place::State],
     check: check_exit_zero,
 };
 
@@ -349,7 +350,7 @@ pub static BAD_COMMAND: Rule = Rule {
         false_positives: "A shell script that itself runs a missing tool exits 127 too: the log line names the missing command, which is then the thing to fix.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_bad_command,
 };
 
@@ -494,7 +495,7 @@ pub static NATIVE_CRASH: Rule = Rule {
         false_positives: "Go programs print `[signal SIGSEGV: segmentation violation]` in a panic and exit 2: that is an application panic (app-crash), not a native crash.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
-    reads_log_lines: true,
+    reads: &[Place::Log],
     check: check_native,
 };
 
@@ -564,7 +565,7 @@ pub static TERMINATED: Rule = Rule {
         },
         super::OUTRANKS_APP_CRASH,
     ],
-    reads_log_lines: false,
+    reads: &[Place::Event, Place::State],
     check: check_terminated,
 };
 
