@@ -663,3 +663,41 @@ mod tests {
         assert!(a.allow(Place::Event) && a.allow(Place::Log));
     }
 }
+
+#[cfg(test)]
+mod crosstalk {
+    use super::*;
+
+    /// Test lines that a stronger entry of another cause also matches: the
+    /// line would be read as that other cause.
+    pub fn conflicts() -> Vec<String> {
+        let scanner = crate::scan::Catalog::global();
+        let mut out = Vec::new();
+        for s in signatures() {
+            let SigKind::Cause(own) = s.kind else {
+                continue;
+            };
+            if s.test.is_empty() {
+                continue;
+            }
+            for o in scanner.classify(s.test) {
+                if let SigKind::Cause(c) = o.kind
+                    && c != own
+                    && o.strength > s.strength
+                {
+                    out.push(format!(
+                        "{} ({own}, {}) is outranked on its own test line by {} ({c}, {}): {:?}",
+                        s.id, s.strength, o.id, o.strength, s.test
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn no_test_line_is_read_as_another_cause() {
+        let c = conflicts();
+        assert!(c.is_empty(), "{} conflicts:\n{}", c.len(), c.join("\n"));
+    }
+}

@@ -28,7 +28,7 @@ pub struct Fragment {
 
 static KEY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?ix)^\s*(?:-\s*)?"?(exitCode|exit\ code|reason|message|signal|name|terminated|waiting|running|lastState|last\ state|state|lastFailureInfo)"?\s*[:=]\s*"?([^"]*?)"?\s*,?\s*$"#,
+        r#"(?ix)^\s*(?:-\s*)?"?(exitCode|exit\ code|reason|message|signal|name|terminated|waiting|running|lastState|last\ state|state|lastFailureInfo)"?\s*[:=]\s*"?([^"\#]*?)"?\s*,?\s*(?:\s\#.*)?$"#,
     )
     .expect("static regex")
 });

@@ -206,19 +206,9 @@ impl Parts {
         );
         let before = self.count();
         let name = doc.name.clone();
-        let free_text = matches!(
-            kind,
-            FileKind::Logs {
-                kind: LogKind::Other,
-                ..
-            }
-        );
-        if free_text
-            || !matches!(
-                kind,
-                FileKind::Logs { .. } | FileKind::BundleMeta | FileKind::Other
-            )
-        {
+        // Pasted text, whatever its section was taken for (a log file given
+        // by name is streamed, not read here).
+        if !matches!(kind, FileKind::BundleMeta | FileKind::Other) {
             self.fragments.extend(fragments::states(&doc));
         }
         let fallback = structured.then(|| doc.clone());

@@ -23,7 +23,7 @@ static DESCRIBE_START: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^Name:\s+\S+\s*$").expect("static regex"));
 /// A partial `describe pod` paste starts at one of its blocks.
 static DESCRIBE_PART: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:Init Containers|Containers|Controlled By|Last State|QoS Class|Node-Selectors|Tolerations):(?:\s|$)").expect("static regex")
+    Regex::new(r"^(?:Init Containers|Containers|Controlled By|Last State|QoS Class|Node-Selectors|Tolerations|Mounts):(?:\s|$)").expect("static regex")
 });
 static PODS_HEADER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^NAME\s+READY\s+STATUS").expect("static regex"));
@@ -232,7 +232,11 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
             // A table ends at the first line that is not a row of it.
             let is_row = match cur_kind {
                 Some(FileKind::Events) => {
-                    EVENT_ROW.is_match(t) || t.starts_with("----") || t.starts_with("Type")
+                    EVENT_ROW.is_match(t)
+                        || t.starts_with("----")
+                        || t.starts_with("Type")
+                        // A message wrapped onto an indented line.
+                        || line.starts_with([' ', '\t']) && !t.ends_with(':')
                 }
                 _ => t.split_whitespace().nth(1).is_some_and(|w| w.contains('/')),
             };

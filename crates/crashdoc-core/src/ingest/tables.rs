@@ -23,11 +23,31 @@ static OBJECT: LazyLock<Regex> =
 /// Parse event rows from a `kubectl get events` table or the Events block
 /// of a describe. Rows cut short keep what they have.
 pub fn parse_event_lines(doc: &Doc) -> Vec<Event> {
-    let mut out = Vec::new();
+    let mut out: Vec<Event> = Vec::new();
+    // The row the previous line belonged to, for a message wrapped over
+    // several lines (an indented line that is not a row of its own).
+    let mut open = false;
     for (i, raw) in doc.text.lines().enumerate() {
         let line = crate::text::clean_line(raw);
         let t = line.trim();
-        let Some(c) = EVENT.captures(t) else { continue };
+        let Some(c) = EVENT.captures(t) else {
+            let wrapped = open
+                && !t.is_empty()
+                && raw.starts_with([' ', '\t'])
+                && !t.starts_with("----")
+                && !t.ends_with(':');
+            match out.last_mut() {
+                Some(e) if wrapped => {
+                    e.message.push(' ');
+                    e.message.push_str(t);
+                    e.cite.text.push(' ');
+                    e.cite.text.push_str(t);
+                }
+                _ => open = false,
+            }
+            continue;
+        };
+        open = true;
         // Header rows ("Type Reason Age From Message") do not match: their
         // type column is the word "Type".
         let kind = c[1].to_string();

@@ -728,3 +728,28 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod documented_examples {
+    use super::*;
+
+    /// Every rule's documented example, read as a paste, is diagnosed as
+    /// the rule's own cause (the documentation is a test, as in clippy).
+    #[test]
+    fn every_rules_example_is_its_own_cause() {
+        let mut wrong = Vec::new();
+        for r in all() {
+            let ev = crate::ingest::read_paste(r.doc.example.as_bytes(), "example")
+                .unwrap_or_else(|e| panic!("{}: the example cannot be read: {e}", r.cause));
+            let rep = crate::diagnose::diagnose(&ev.pods[0], &[]);
+            let got = rep.diagnoses[0].cause;
+            if got != r.cause {
+                wrong.push(format!(
+                    "{}: its example is diagnosed {got}: {:?}",
+                    r.cause, r.doc.example
+                ));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+}

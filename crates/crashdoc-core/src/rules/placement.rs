@@ -137,7 +137,7 @@ pub static VOLUME: Rule = Rule {
         what: "A volume that cannot be mounted or used: a mount failure, a volume attached elsewhere (RWO Multi-Attach), a read-only mount the program writes to, ownership the process cannot change.",
         why: "The container cannot start until its volumes mount, or starts and fails on its first write to the volume, on every restart.",
         evidence: "FailedMount / FailedAttachVolume / Multi-Attach events; `Read-only file system`; a permission or write error on a path under a volumeMount (readOnly: true, or owned by root without fsGroup).",
-        example: "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)\n- mountPath: /mnt/models\n  readOnly: true",
+        example: "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)\nContainers:\n  nim:\n    Mounts:\n      /mnt/models from models (ro)",
         fix: "Mount the volume read-write where the program writes, or point the program's cache at a writable volume; set securityContext.fsGroup (and fsGroupChangePolicy) so a non-root user owns the volume; for RWO volumes, let the old pod release it (Recreate strategy) or use RWX storage.",
         false_positives: "A ConfigMap or Secret volume that does not exist also fails to mount: that is reported as config-ref-missing.",
     },
