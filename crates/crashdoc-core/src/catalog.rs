@@ -695,6 +695,24 @@ mod crosstalk {
         out
     }
 
+    /// Lines healthy programs print match no entry of a cause.
+    #[test]
+    fn benign_lines_match_no_cause() {
+        let scanner = crate::scan::Catalog::global();
+        let mut bad = Vec::new();
+        for line in include_str!("../catalog/benign.txt").lines() {
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            for s in scanner.classify(line) {
+                if matches!(s.kind, SigKind::Cause(_)) {
+                    bad.push(format!("{} matches {line:?}", s.id));
+                }
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
     #[test]
     fn no_test_line_is_read_as_another_cause() {
         let c = conflicts();

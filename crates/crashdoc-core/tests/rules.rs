@@ -353,3 +353,37 @@ fn expected_json_is_checked() {
         .expect("valid");
     assert_eq!(e.container, Some(None));
 }
+
+/// Every precedence a rule declares (`outranks`) is exercised by a fixture:
+/// a case whose first diagnosis is the rule's cause while the outranked
+/// cause is found too, so the declaration decides its order.
+#[test]
+fn every_declared_precedence_has_a_fixture() {
+    let mut seen: Vec<(Cause, Vec<Cause>)> = Vec::new();
+    for cause_dir in sorted_dirs(&fixtures_root()) {
+        for case_dir in sorted_dirs(&cause_dir) {
+            let Ok(ev) = common::read_case(&case_dir) else {
+                continue;
+            };
+            let r = crashdoc_core::diagnose_all(&ev);
+            let ds = &r.pods[0].diagnoses;
+            seen.push((ds[0].cause, ds.iter().skip(1).map(|d| d.cause).collect()));
+        }
+    }
+    let mut missing = Vec::new();
+    for rule in crashdoc_core::rules::all() {
+        for o in rule.outranks {
+            if !seen
+                .iter()
+                .any(|(top, rest)| *top == rule.cause && rest.contains(&o.cause))
+            {
+                missing.push(format!("{} over {}", rule.cause, o.cause));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "declared precedences no fixture exercises:\n  {}",
+        missing.join("\n  ")
+    );
+}

@@ -50,8 +50,106 @@ const WAITING: &[&str] = &[
     "PostStartHookError",
 ];
 
-/// States found by key in a document.
+/// States found by key in a document: by walking it when it is JSON (a
+/// compact object holds many keys on one line), else line by line.
 pub fn states(doc: &Doc) -> Vec<Fragment> {
+    let t = doc.text.trim_start();
+    if t.starts_with(['{', '['])
+        && let (Some(v), _) = super::objects::parse_tree(t)
+    {
+        let mut out = Vec::new();
+        walk(&v, doc, &mut String::new(), None, &mut out, 0);
+        return out;
+    }
+    by_lines(doc)
+}
+
+/// Every `terminated` / `waiting` / `lastFailureInfo` object nested in a
+/// JSON tree, with the container name of the nearest enclosing object.
+fn walk(
+    v: &serde_json::Value,
+    doc: &Doc,
+    path: &mut String,
+    name: Option<&str>,
+    out: &mut Vec<Fragment>,
+    depth: usize,
+) {
+    use serde_json::Value;
+    if depth > 64 {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            let name = m.get("name").and_then(Value::as_str).or(name);
+            for (k, child) in m {
+                let len = path.len();
+                path.push('.');
+                path.push_str(k);
+                let last = k == "lastState" || k == "lastFailureInfo";
+                let st = match k.as_str() {
+                    "terminated" => Some(StateKind::Terminated),
+                    "waiting" => Some(StateKind::Waiting),
+                    "lastFailureInfo" => Some(StateKind::Terminated),
+                    _ => None,
+                };
+                if let (Some(kind), Some(obj)) = (st, child.as_object()) {
+                    let cite = |field: &str, text: String| {
+                        Cite::new(
+                            SourceKind::Status,
+                            format!("{}: {}.{field}", doc.name, path.trim_start_matches('.')),
+                            text,
+                        )
+                    };
+                    let mut state = ContainerState::new(kind, cite("", k.clone()));
+                    if let Some(r) = obj
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .filter(|r| is_reason(r))
+                    {
+                        state.reason = Some(Field::new(
+                            r.to_string(),
+                            cite("reason", format!("reason: {r}")),
+                        ));
+                    }
+                    if let Some(c) = obj.get("exitCode").and_then(Value::as_i64) {
+                        state.exit_code = Some(Field::new(
+                            c as i32,
+                            cite("exitCode", format!("exitCode: {c}")),
+                        ));
+                    }
+                    if let Some(msg) = obj.get("message").and_then(Value::as_str) {
+                        state.message = Some(Field::new(
+                            msg.to_string(),
+                            cite("message", msg.to_string()),
+                        ));
+                    }
+                    if state.reason.is_some() || state.exit_code.is_some() {
+                        let parent_last = path.contains(".lastState.");
+                        out.push(Fragment {
+                            container: name.map(str::to_string),
+                            state,
+                            last: last || parent_last,
+                        });
+                    }
+                }
+                walk(child, doc, path, name, out, depth + 1);
+                path.truncate(len);
+            }
+        }
+        Value::Array(a) => {
+            for (i, child) in a.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                walk(child, doc, path, name, out, depth + 1);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// States found by key, line by line.
+fn by_lines(doc: &Doc) -> Vec<Fragment> {
     let mut out: Vec<Fragment> = Vec::new();
     // What the keys seen so far say about the state being read.
     let mut last = false;
@@ -254,12 +352,16 @@ mod tests {
         assert!(!f[0].last);
         assert!(f[1].last);
         assert_eq!(f[1].state.message.as_ref().unwrap().value, "boom");
+        // Compact JSON: the tree is walked.
         let j = states(&doc(
-            r#"{"lastFailureInfo": {"exitCode": 137, "reason": "OOMKilled"}}"#,
+            r#"{"status": {"modelStatus": {"lastFailureInfo": {"exitCode": 137, "reason": "OOMKilled"}}}}"#,
         ));
-        // One line of JSON holds several keys: the key reader sees none of
-        // them (the object reader does); a pretty-printed one is read.
-        assert!(j.is_empty());
+        assert_eq!(j.len(), 1, "{j:?}");
+        assert!(j[0].last);
+        assert_eq!(
+            j[0].state.reason.as_ref().unwrap().cite.reference,
+            "other.txt: status.modelStatus.lastFailureInfo.reason"
+        );
         let j = states(&doc(
             "\"lastFailureInfo\": {\n  \"exitCode\": 137,\n  \"reason\": \"OOMKilled\"\n}",
         ));
