@@ -272,8 +272,8 @@ fn entry_signature(family: &str, file: &str, e: RawEntry) -> Result<Signature, S
     if e.places.is_empty() {
         return Err("no place (`where`)".into());
     }
-    if e.strength == Strength::Hint {
-        return Err("`hint` is for what the status alone suggests, not for a message".into());
+    if matches!(e.strength, Strength::Hint | Strength::Certain) {
+        return Err("`hint` and `certain` are the rules' levels (the status alone; a status field naming the cause), not a message's".into());
     }
     let keywords: Vec<&'static str> = e.keywords.into_iter().map(leak).collect();
     Ok(Signature {

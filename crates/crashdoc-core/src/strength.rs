@@ -26,15 +26,20 @@ pub enum Strength {
     Strong,
     /// Names the cause; practically nothing else prints it.
     Decisive,
+    /// A status field records the cause itself (an `OOMKilled` reason, an
+    /// eviction, a pull error on the image the container waits for). Only
+    /// the rules' checks use it, never a message of the catalog.
+    Certain,
 }
 
 impl Strength {
-    pub const ALL: [Strength; 5] = [
+    pub const ALL: [Strength; 6] = [
         Strength::Hint,
         Strength::Weak,
         Strength::Moderate,
         Strength::Strong,
         Strength::Decisive,
+        Strength::Certain,
     ];
 
     /// The support score of one piece of evidence at this level, 0..1.
@@ -45,6 +50,7 @@ impl Strength {
             Strength::Moderate => 0.7,
             Strength::Strong => 0.8,
             Strength::Decisive => 0.9,
+            Strength::Certain => 0.95,
         }
     }
 
@@ -65,6 +71,7 @@ impl Strength {
             Strength::Moderate => "moderate",
             Strength::Strong => "strong",
             Strength::Decisive => "decisive",
+            Strength::Certain => "certain",
         }
     }
 }

@@ -6,6 +6,7 @@ use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
+use crate::strength::{Strength, adjust};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -81,7 +82,7 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
             None => format!("the pod references {kind_word} {name}, which does not exist"),
         };
         let short = name.rsplit('/').next().unwrap_or(&name).to_string();
-        let mut f = Finding::new(Cause::ConfigRefMissing, 0.95, summary)
+        let mut f = Finding::new(Cause::ConfigRefMissing, Strength::Certain.score(), summary)
             .container(container_referencing(cx, &short).or(cx.focus_name()))
             .cite(cite);
         f = f.cite_opt(waiting).cite_opt(listed.map(|l| &l.cite));
@@ -133,7 +134,7 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
                     out.push(
                         Finding::new(
                             Cause::ConfigRefMissing,
-                            0.9,
+                            Strength::Decisive.score(),
                             format!(
                                 "env {} wants key {k} of {} {}, which has only: {}",
                                 e.name,
@@ -164,7 +165,7 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
         && let Some(c) = waiting.or(listed.map(|l| &l.cite))
     {
         out.push(
-            Finding::new(Cause::ConfigRefMissing, 0.7, "the kubelet cannot build the container's configuration (CreateContainerConfigError): usually a missing ConfigMap, Secret or key")
+            Finding::new(Cause::ConfigRefMissing, Strength::Moderate.score(), "the kubelet cannot build the container's configuration (CreateContainerConfigError): usually a missing ConfigMap, Secret or key")
                 .container(cx.focus_name())
                 .cite(c)
                 .cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name()))),
@@ -225,7 +226,7 @@ fn check_bad_config(cx: &Context) -> Vec<Finding> {
         };
         let mut f = Finding::new(
             Cause::BadConfig,
-            (s.score + 0.07).min(0.75),
+            (s.score + adjust::DECISIVE_LINE).min(Strength::Moderate.score()),
             format!(
                 "the program stopped on its configuration: the error names `{}`",
                 m.as_str().trim().trim_start_matches('`')

@@ -6,6 +6,7 @@ use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::{SigKind, Stage};
+use crate::strength::{Strength, adjust};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -386,7 +387,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
             f.summary
                 .push_str("; the pod requests no nvidia.com/gpu, so no GPU is mounted into it");
             f = f.fix("add `nvidia.com/gpu: 1` to the container's resources.limits (and a toleration for the GPU nodes' taint if they have one)");
-            f.score = (f.score + 0.03).min(0.97);
+            f.score = (f.score + adjust::REPEATED).min(adjust::CEILING);
         }
         if let Some(n) = &cx.pod.node_name {
             f = f.cmd(format!("kubectl describe node {n} | grep -i -A3 nvidia"));
@@ -418,7 +419,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         out.push(
             Finding::new(
                 Cause::GpuUnavailable,
-                0.6,
+                Strength::Weak.score(),
                 "no node has a free nvidia.com/gpu for the pod",
             )
             .container(cx.focus_name())
@@ -446,7 +447,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         out.push(
             Finding::new(
                 Cause::GpuUnavailable,
-                0.85,
+                Strength::Strong.score(),
                 "the kubelet could not allocate the GPU to the pod (device plugin error)",
             )
             .container(cx.focus_name())

@@ -4,6 +4,7 @@ use super::{Context, Finding, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::scan::SigKind;
+use crate::strength::Strength;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -145,7 +146,7 @@ fn check_dependency(cx: &Context) -> Vec<Finding> {
         {
             match r.exists {
                 Some(false) => {
-                    f.score = f.score.max(0.9);
+                    f.score = f.score.max(Strength::Decisive.score());
                     f.summary = format!(
                         "the program cannot reach {t}: there is no Service {} in the namespace",
                         r.name
@@ -292,7 +293,7 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
         };
         let mut f = Finding::new(
             Cause::AppCrash,
-            s.score.min(0.7),
+            s.score.min(Strength::Moderate.score()),
             format!(
                 "the application crashed with {lang}: {}",
                 crate::text::clip(&text, 160)
@@ -316,7 +317,7 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
             let name = cx.container_or_focus(Some(c));
             let mut f = Finding::new(
                 Cause::AppCrash,
-                0.35,
+                Strength::Hint.score(),
                 format!(
                     "{} exited with code {code}: the program stopped on an error",
                     super::who(name)

@@ -5,7 +5,7 @@ use super::{Context, Finding, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
-use crate::strength::adjust;
+use crate::strength::{Strength, adjust};
 
 /// Whether any container got as far as being created (so the pod was scheduled).
 fn started(pod: &Pod) -> bool {
@@ -53,7 +53,7 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
     let mut f = Finding::new(Cause::NodePressure, 0.0, String::new()).container(cx.focus_name());
     let mut message = String::new();
     if let Some(r) = pod.reason.as_ref().filter(|r| r.value == "Evicted") {
-        f.score = 0.95;
+        f.score = Strength::Certain.score();
         f = f
             .cite(&r.cite)
             .cite_opt(pod.message.as_ref().map(|m| &m.cite));
@@ -64,11 +64,11 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
             .unwrap_or_default();
     }
     if let Some(s) = pod.listed_status.as_ref().filter(|s| s.value == "Evicted") {
-        f.score = f.score.max(0.92);
+        f.score = f.score.max(Strength::Certain.score());
         f = f.cite(&s.cite);
     }
     for e in cx.events_with(|e| e.reason == "Evicted") {
-        f.score = f.score.max(0.93);
+        f.score = f.score.max(Strength::Certain.score());
         f = f.cite(&e.cite);
         if message.is_empty() {
             message = e.message.clone();
@@ -90,9 +90,9 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
     {
         // The kubelet lost track of the container: typical after an eviction.
         f.score = if f.score > 0.0 {
-            (f.score + 0.03).min(0.97)
+            (f.score + adjust::REPEATED).min(adjust::CEILING)
         } else {
-            0.5
+            Strength::Weak.score()
         };
         f = f.cite(&s.cite);
     }
@@ -102,7 +102,7 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
             .iter()
             .filter(|c| c.value.contains("Pressure=True"))
         {
-            f.score = f.score.max(0.6);
+            f.score = f.score.max(Strength::Weak.score());
             f = f.cite(&c.cite);
         }
     }
@@ -166,7 +166,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
         let multi = e.message.contains("Multi-Attach");
         let f = Finding::new(
             Cause::Volume,
-            if multi { 0.92 } else { 0.88 },
+            if multi { Strength::Certain.score() } else { Strength::Decisive.score() },
             if multi {
                 "the volume is still attached to another pod's node (ReadWriteOnce): the new pod cannot attach it".to_string()
             } else {
@@ -205,7 +205,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
             (Some(t), false) => format!("the runtime cannot mount a volume at {t}"),
             (None, _) => "the runtime cannot mount one of the container's volumes".to_string(),
         };
-        let mut f = Finding::new(Cause::Volume, 0.9, summary)
+        let mut f = Finding::new(Cause::Volume, Strength::Decisive.score(), summary)
             .container(cx.focus_name())
             .cite(cite);
         if onto_file {
@@ -251,7 +251,11 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
                 .log_support(Cause::Volume)
                 .first()
                 .map_or(0.0, |g| g.score);
-            let base = if m.read_only { 0.88f32 } else { 0.8 };
+            let base = if m.read_only {
+                Strength::Decisive.score()
+            } else {
+                Strength::Strong.score()
+            };
             let score = base.max((generic + adjust::MORE_SPECIFIC).min(adjust::SPECIFIC_CEILING));
             let f = Finding::new(Cause::Volume, score, summary)
                 .container(s.container.as_deref().or(cx.focus_name()))
@@ -327,9 +331,13 @@ fn check_disk_full(cx: &Context) -> Vec<Finding> {
             .filter(|c| c.value.starts_with("DiskPressure=True"))
         {
             out.push(
-                Finding::new(Cause::DiskFull, 0.6, "the node reports DiskPressure")
-                    .container(cx.focus_name())
-                    .cite(&c.cite),
+                Finding::new(
+                    Cause::DiskFull,
+                    Strength::Weak.score(),
+                    "the node reports DiskPressure",
+                )
+                .container(cx.focus_name())
+                .cite(&c.cite),
             );
         }
     }
@@ -364,7 +372,7 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
         let nonnumeric = m.contains("non-numeric user");
         let mut f = Finding::new(
             Cause::Permission,
-            0.95,
+            Strength::Certain.score(),
             if nonnumeric {
                 "runAsNonRoot is set and the image names its user by name, so the kubelet cannot verify it is not root and refuses to start the container".to_string()
             } else {
@@ -442,7 +450,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
             .waiting_reason()
             .filter(|r| REASONS.contains(&r.value.as_str()))
         {
-            f.score = 0.95;
+            f.score = Strength::Certain.score();
             f = f.cite(&r.cite).container(Some(&c.name));
         }
     }
@@ -452,7 +460,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
         .as_ref()
         .filter(|s| REASONS.iter().any(|r| s.value.contains(r)))
     {
-        f.score = f.score.max(0.95);
+        f.score = f.score.max(Strength::Certain.score());
         f = f.cite(&s.cite);
         if f.container.is_none() && s.value.starts_with("Init:") {
             f = f.container(
@@ -472,7 +480,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
             || e.message.contains("pull access denied")
     });
     for e in events.iter().take(3) {
-        f.score = f.score.max(0.93);
+        f.score = f.score.max(Strength::Certain.score());
         f = f.cite(&e.cite);
         if f.container.is_none() {
             f = f.container(crate::rules::status::container_in_event(e).as_deref());
@@ -504,7 +512,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
         .as_ref()
         .is_some_and(|s| REASONS.iter().any(|r| s.value.contains(r)));
     if !waiting_now && (pulled_since || ran) {
-        f.score = 0.35;
+        f.score = Strength::Hint.score();
         f = f.why("the image was pulled (or the container ran) after the pull failure: that failure is not what stops the pod now");
     }
     if f.container.is_none() {
@@ -591,7 +599,11 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
             || cx.pod.phase_is("Running");
         let mut f = Finding::new(
             Cause::Unschedulable,
-            if scheduled_since { 0.3 } else { 0.95 },
+            if scheduled_since {
+                Strength::Hint.score()
+            } else {
+                Strength::Certain.score()
+            },
             format!("the pod is not scheduled: {why}"),
         )
         .container(cx.focus_name())
@@ -624,7 +636,7 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         let p = unbound[0];
         let mut f = Finding::new(
             Cause::Unschedulable,
-            0.85,
+            Strength::Strong.score(),
             format!(
                 "the pod waits for its volume claim {}, which is not bound",
                 p.name
@@ -653,7 +665,7 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
     } else if pending && out.is_empty() && cx.pod.node_name.is_none() && !started(cx.pod) {
         let mut f = Finding::new(
             Cause::Unschedulable,
-            0.4,
+            Strength::Hint.score(),
             "the pod is Pending; the events that would say why are not in the input",
         )
         .container(cx.focus_name());

@@ -6,6 +6,7 @@ use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
+use crate::strength::Strength;
 use crate::time::human_duration;
 
 pub static PROBE_KILL: Rule = Rule {
@@ -124,7 +125,11 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
     let measured = crate::rules::gpu::startup_seconds(cx);
 
     let mut f = if !unhealthy.is_empty() || !killing.is_empty() {
-        let score = if !killing.is_empty() { 0.92 } else { 0.85 };
+        let score = if !killing.is_empty() {
+            Strength::Certain.score()
+        } else {
+            Strength::Strong.score()
+        };
         let kind = if unhealthy
             .iter()
             .chain(killing.iter())
@@ -175,8 +180,8 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
                 p.period,
                 p.failure
             );
-            if f.score < 0.78 {
-                f.score = 0.78;
+            if f.score < Strength::Strong.score() {
+                f.score = Strength::Strong.score();
                 f.summary = s;
             } else {
                 f = f.why(s);
@@ -190,7 +195,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
     // SIGTERM to a container that restarts in place: only a probe does that.
     let sigterm_logs = cx.marker_support(SigKind::Sigterm);
     let none = Container::default();
-    if f.score < 0.6 {
+    if f.score < Strength::Weak.score() {
         let c = focus.or(cx.pod.containers.first()).unwrap_or(&none);
         let t = c.last_termination();
         let exit143 = t.is_some_and(|t| t.exit() == Some(143) && !t.reason_is("OOMKilled"));
@@ -204,11 +209,11 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
             let has_probe = liveness.is_some() || startup.is_some();
             let server = crate::rules::gpu::model_server(cx.pod);
             let score = if exit143 && in_place && has_probe {
-                0.66
+                Strength::Moderate.score()
             } else if server.is_some() || has_probe {
-                0.6
+                Strength::Weak.score()
             } else {
-                0.55
+                Strength::Weak.score()
             };
             let mut s = format!(
                 "{} received SIGTERM{} and the pod was not deleted: the kubelet stops a container in place only when a liveness or startup probe fails",

@@ -5,6 +5,7 @@ use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::model::*;
 use crate::scan::SigKind;
+use crate::strength::Strength;
 use crate::text::{format_bytes_quantity, parse_bytes};
 use crate::time::human_duration;
 
@@ -42,7 +43,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                 out.push(
                     Finding::new(
                         Cause::OomKilled,
-                        0.3,
+                        Strength::Hint.score(),
                         format!(
                             "{} is reported OOMKilled but exited 143 (SIGTERM)",
                             super::who(name)
@@ -59,7 +60,8 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                 "{} was killed by the kernel for exceeding its memory",
                 super::who(name)
             );
-            let mut f = Finding::new(Cause::OomKilled, 0.95, String::new()).container(name);
+            let mut f = Finding::new(Cause::OomKilled, Strength::Certain.score(), String::new())
+                .container(name);
             f = f
                 .cite_opt(t.reason.as_ref().map(|x| &x.cite))
                 .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
@@ -136,7 +138,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             // Near miss: SIGKILL without OOMKilled. Weak, so other evidence decides.
             let mut f = Finding::new(
                 Cause::OomKilled,
-                0.3,
+                Strength::Hint.score(),
                 format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", super::who(name)),
             )
             .container(name)
@@ -148,7 +150,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     && let Some(limit) = parse_bytes(&l.value)
                     && used * 10 >= limit * 9
                 {
-                    f.score = 0.6;
+                    f.score = Strength::Moderate.score();
                     f.summary = format!(
                         "{} was killed with SIGKILL (exit 137) while its memory use ({}) was within 10% of its limit ({}): most likely an OOM kill the runtime did not report",
                         super::who(name),
@@ -172,7 +174,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
         out.push(
             Finding::new(
                 Cause::OomKilled,
-                0.8,
+                Strength::Strong.score(),
                 "the node's kernel killed a process of this pod for memory",
             )
             .container(cx.focus_name())
@@ -263,9 +265,9 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             ));
         }
         let score = match (&probe, looping) {
-            (Some(_), _) => 0.55,
-            (None, true) => 0.82,
-            (None, false) => 0.65,
+            (Some(_), _) => Strength::Weak.score(),
+            (None, true) => Strength::Strong.score(),
+            (None, false) => Strength::Moderate.score(),
         };
         let mut f = Finding::new(Cause::ExitZero, score, summary)
             .container(name)
@@ -313,7 +315,7 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             let l = runs[0];
             let mut f = Finding::new(
                 Cause::ExitZero,
-                0.5,
+                Strength::Weak.score(),
                 format!("the previous run printed {} line(s) with no error and the container restarts: a program that ends normally under a controller that expects a service", l.lines),
             )
             .container(l.container.as_deref().or(cx.focus_name()))
@@ -398,7 +400,11 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
                 out.push(
                     Finding::new(
                         Cause::BadCommand,
-                        if strong { 0.92 } else { 0.6 },
+                        if strong {
+                            Strength::Certain.score()
+                        } else {
+                            Strength::Weak.score()
+                        },
                         format!("{} could not be started ({})", super::who(name), r.value),
                     )
                     .container(name)
@@ -419,7 +425,7 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         let arch = e.message.contains("exec format error");
         let mut f = Finding::new(
             Cause::BadCommand,
-            0.93,
+            Strength::Certain.score(),
             if arch {
                 "the image's entrypoint is built for another CPU architecture (exec format error)"
                     .to_string()
@@ -587,7 +593,7 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
         if t.reason_is("OOMKilled") {
             let mut f = Finding::new(
                 Cause::Terminated,
-                0.8,
+                Strength::Strong.score(),
                 format!(
                     "{} exited 143 (SIGTERM) although the reason says OOMKilled: the OOM killer sends SIGKILL (137), so the container was stopped (drain, eviction or rollout) and the reason is misreported",
                     super::who(name)
@@ -610,7 +616,11 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
             ));
             continue;
         }
-        let score = if in_place { 0.5 } else { 0.72 };
+        let score = if in_place {
+            Strength::Weak.score()
+        } else {
+            Strength::Moderate.score()
+        };
         out.push(
             Finding::new(Cause::Terminated, score, format!("{} was stopped with SIGTERM (exit 143)", super::who(name)))
                 .container(name)
@@ -637,7 +647,7 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
         out.push(
             Finding::new(
                 Cause::Terminated,
-                0.6,
+                Strength::Weak.score(),
                 "the kubelet stopped the container on request (not after a probe failure)",
             )
             .container(cx.focus_name())
@@ -648,7 +658,7 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
         out.push(
             Finding::new(
                 Cause::Terminated,
-                0.5,
+                Strength::Weak.score(),
                 "the program logged that it received SIGTERM: it was asked to stop",
             )
             .container(s.container.as_deref().or(cx.focus_name()))
