@@ -232,7 +232,9 @@ const SUB_BLOCK: usize = 1 << 20;
 /// The compiled set of every signature.
 pub struct Catalog {
     sigs: Vec<&'static Signature>,
-    regexes: Vec<Option<Regex>>,
+    /// Each entry's regular expression, compiled the first time a line
+    /// selects the entry (most entries are never needed by one log).
+    regexes: Vec<std::sync::OnceLock<Option<Regex>>>,
     /// Every keyword: reaching its match state means that a keyword ends
     /// at the byte just read.
     dfa: LineDfa,
@@ -414,13 +416,7 @@ impl Catalog {
                 }
             }
         }
-        let regexes = sigs
-            .iter()
-            .map(|s| {
-                s.regex
-                    .map(|r| Regex::new(r).unwrap_or_else(|e| panic!("signature {}: {e}", s.id)))
-            })
-            .collect();
+        let regexes = sigs.iter().map(|_| std::sync::OnceLock::new()).collect();
         let dfa = LineDfa::new(&keywords);
         let line_ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
@@ -463,7 +459,18 @@ impl Catalog {
         let body = strip_log_prefix(line);
         let mut out: Vec<&'static Signature> = found
             .into_iter()
-            .filter(|&i| self.regexes[i].as_ref().is_none_or(|r| r.is_match(body)))
+            .filter(|&i| {
+                let sig = self.sigs[i];
+                // A regex that does not compile (the catalog test rules
+                // that out) matches nothing.
+                let rx = self.regexes[i].get_or_init(|| {
+                    sig.regex.map(|r| {
+                        Regex::new(r)
+                            .unwrap_or_else(|_| Regex::new(r"[^\s\S]").expect("static regex"))
+                    })
+                });
+                rx.as_ref().is_none_or(|r| r.is_match(body))
+            })
             .map(|i| self.sigs[i])
             .collect();
         out.sort_by_key(|s| std::cmp::Reverse(s.strength));
