@@ -1381,7 +1381,7 @@ fn main() {
 
     table.print("summary");
     println!(
-        "\ntarget: scan >= 500 MB/s on one core: {}",
-        if scan_mbs >= 500.0 { "met" } else { "NOT met" }
+        "\ntarget: scan >= 1000 MB/s on one core, whatever the size of the catalog: {}",
+        if scan_mbs >= 1000.0 { "met" } else { "NOT met" }
     );
 }

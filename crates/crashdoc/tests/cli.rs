@@ -448,3 +448,41 @@ fn history_and_watch_fail_clearly() {
     let out = crashdoc(&["watch", "--retention", "two weeks"], None);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn catalog_lists_every_entry_with_its_source() {
+    let v = json(&["catalog", "--format", "json"], None);
+    let entries = v.as_array().expect("a list");
+    assert!(entries.len() > 500, "{} entries", entries.len());
+    for e in entries {
+        assert!(
+            e["source"].as_str().is_some_and(|s| !s.trim().is_empty()),
+            "{e}"
+        );
+        assert!(e["test"].is_string(), "{e}");
+    }
+    let port = json(
+        &["catalog", "--cause", "port-conflict", "--format", "json"],
+        None,
+    );
+    assert!(
+        port.as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["supports"] == "port-conflict")
+    );
+    let out = crashdoc(&["catalog", "--cause", "no-such-cause"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&crashdoc(&["catalog"], None).stdout).into_owned();
+    assert!(text.contains("## kubernetes-vocabulary"), "no vocabulary");
+    let ex =
+        String::from_utf8_lossy(&crashdoc(&["explain", "oom-killed"], None).stdout).into_owned();
+    for h in [
+        "Outranks:",
+        "Catalog entries",
+        "source: ",
+        "Kubernetes reasons",
+    ] {
+        assert!(ex.contains(h), "explain lacks {h}");
+    }
+}
