@@ -207,11 +207,8 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
             || cx.pod.is_restarting();
         if (exit143 && in_place) || (!sigterm_logs.is_empty() && (in_place || t.is_none())) {
             let has_probe = liveness.is_some() || startup.is_some();
-            let server = crate::rules::gpu::model_server(cx.pod);
             let score = if exit143 && in_place && has_probe {
                 Strength::Moderate.score()
-            } else if server.is_some() || has_probe {
-                Strength::Weak.score()
             } else {
                 Strength::Weak.score()
             };
@@ -220,7 +217,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
                 super::who(name),
                 if exit143 { " (exit 143)" } else { "" }
             );
-            if let Some(server) = server {
+            if let Some(server) = crate::rules::gpu::model_server(cx.pod) {
                 s.push_str(&format!("; {server} is slow to start and is typically killed by its probe while still loading"));
             }
             f.score = score;
