@@ -1,4 +1,5 @@
 //! Helpers shared by the fixture runners (rules.rs, model_servers.rs).
+#![allow(dead_code)] // each test binary uses a part of these helpers
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
