@@ -6,6 +6,7 @@
 //!
 //! * `ingest::describe::parse` (what `fuzz_targets/describe.rs` fuzzes),
 //! * `ingest::objects::parse` (`fuzz_targets/objects.rs`),
+//! * `ingest::fragments::states` (`fuzz_targets/fragments.rs`),
 //! * `ingest::read_paste` + `diagnose_all` + every renderer (`fuzz_targets/paste.rs`),
 //! * the log scanner,
 //!
@@ -592,6 +593,18 @@ fn run_objects(bytes: &[u8]) {
     let _ = objects::parse(&doc);
 }
 
+/// What `fuzz_targets/fragments.rs` fuzzes: container states by key.
+fn run_fragments(bytes: &[u8]) {
+    let doc = Doc {
+        name: "other.txt".into(),
+        text: String::from_utf8_lossy(bytes).into_owned(),
+        line_offset: 0,
+    };
+    for f in crashdoc_core::ingest::fragments::states(&doc) {
+        assert!(f.state.reason.is_some() || f.state.exit_code.is_some());
+    }
+}
+
 fn render_all(ev: &Evidence) {
     let report = diagnose_all(ev);
     let j = render::json(&report);
@@ -639,6 +652,7 @@ type Entry = (&'static str, fn(&[u8]));
 const ENTRIES: &[Entry] = &[
     ("describe", run_describe),
     ("objects", run_objects),
+    ("fragments", run_fragments),
     ("paste", run_paste),
     ("scan", run_scan),
 ];
@@ -758,7 +772,7 @@ fn entries_for(seed: &str) -> Vec<&'static Entry> {
     };
     ENTRIES
         .iter()
-        .filter(|(n, _)| *n == primary || *n == "paste" || *n == "scan")
+        .filter(|(n, _)| *n == primary || matches!(*n, "paste" | "scan" | "fragments"))
         .collect()
 }
 
