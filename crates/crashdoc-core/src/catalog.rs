@@ -58,6 +58,14 @@ pub const FILES: &[(&str, &str)] = &[
         "infrastructure.yaml",
         include_str!("../catalog/infrastructure.yaml"),
     ),
+    (
+        "app-frameworks.yaml",
+        include_str!("../catalog/app-frameworks.yaml"),
+    ),
+    (
+        "k8s-ecosystem.yaml",
+        include_str!("../catalog/k8s-ecosystem.yaml"),
+    ),
 ];
 
 /// Kubernetes' vocabulary, extracted from its source.
