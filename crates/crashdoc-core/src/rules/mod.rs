@@ -59,7 +59,7 @@ pub struct Outrank {
 /// Every specific cause outranks a bare application crash.
 pub const OUTRANKS_APP_CRASH: Outrank = Outrank {
     cause: Cause::AppCrash,
-    why: "the exception carries a more specific cause than a bug in the program",
+    why: "it names what failed; an exception or a non-zero exit is how that failure looks from outside",
 };
 
 /// A candidate cause with its support.
