@@ -277,7 +277,11 @@ impl<'a> Context<'a> {
                     container: log.container.clone(),
                     score: score.min(adjust::CEILING),
                     cite: Cite::new(
-                        SourceKind::Log,
+                        if log.kind == LogKind::Text {
+                            SourceKind::Other
+                        } else {
+                            SourceKind::Log
+                        },
                         format!("{}:{}", log.file, hit.line.number),
                         crate::text::clip(&crate::redact::redact(hit.line.text.trim()), 300),
                     ),

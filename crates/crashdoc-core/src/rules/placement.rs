@@ -437,57 +437,57 @@ pub static IMAGE_PULL: Rule = Rule {
 };
 
 fn check_image_pull(cx: &Context) -> Vec<Finding> {
-    let mut f = Finding::new(Cause::ImagePull, 0.0, String::new());
-    const REASONS: &[&str] = &[
-        "ImagePullBackOff",
-        "ErrImagePull",
-        "InvalidImageName",
-        "ErrImageNeverPull",
-        "RegistryUnavailable",
-    ];
-    for c in &cx.pod.containers {
-        if let Some(r) = c
-            .waiting_reason()
-            .filter(|r| REASONS.contains(&r.value.as_str()))
-        {
-            f.score = Strength::Certain.score();
-            f = f.cite(&r.cite).container(Some(&c.name));
+    // What the catalog reads as a pull failure in the pod's status (the
+    // waiting reason, the STATUS column) and in its events (the kubelet's
+    // and the runtime's pull messages, the reasons of Kubernetes' vocabulary).
+    let sup: Vec<_> = cx
+        .catalog_support(Cause::ImagePull)
+        .into_iter()
+        .filter(|s| matches!(s.at, Place::State | Place::Event))
+        .collect();
+    if sup.is_empty() {
+        return vec![];
+    }
+    let waiting_now = sup.iter().any(|s| s.at == Place::State);
+    let events: Vec<_> = sup.iter().filter(|s| s.at == Place::Event).collect();
+    let mut f = Finding::new(Cause::ImagePull, Strength::Certain.score(), String::new());
+    for s in sup
+        .iter()
+        .filter(|s| s.at == Place::State)
+        .take(2)
+        .chain(events.iter().copied().take(3))
+    {
+        f = f.cite(&s.cite());
+        if f.container.is_none() {
+            f = f.container(s.container.as_deref());
         }
     }
-    if let Some(s) = cx
-        .pod
-        .listed_status
-        .as_ref()
-        .filter(|s| REASONS.iter().any(|r| s.value.contains(r)))
-    {
-        f.score = f.score.max(Strength::Certain.score());
-        f = f.cite(&s.cite);
-        if f.container.is_none() && s.value.starts_with("Init:") {
-            f = f.container(
+    if f.container.is_none() {
+        let init = cx
+            .pod
+            .listed_status
+            .as_ref()
+            .is_some_and(|s| s.value.starts_with("Init:"));
+        let from_event = cx
+            .pod
+            .events
+            .iter()
+            .find(|e| {
+                events
+                    .iter()
+                    .any(|s| s.cite().reference == e.cite.reference)
+            })
+            .and_then(crate::rules::status::container_in_event);
+        f = f.container(from_event.as_deref().or_else(|| {
+            init.then(|| {
                 cx.pod
                     .containers
                     .iter()
                     .find(|c| c.kind == ContainerKind::Init)
-                    .map(|c| c.name.as_str()),
-            );
-        }
-    }
-    let events = cx.events_with(|e| {
-        e.message.contains("pulling image") && e.reason == "BackOff"
-            || e.message.contains("Failed to pull image")
-            || e.message.contains("ErrImagePull")
-            || e.message.contains("ImagePullBackOff")
-            || e.message.contains("pull access denied")
-    });
-    for e in events.iter().take(3) {
-        f.score = f.score.max(Strength::Certain.score());
-        f = f.cite(&e.cite);
-        if f.container.is_none() {
-            f = f.container(crate::rules::status::container_in_event(e).as_deref());
-        }
-    }
-    if f.score <= 0.0 {
-        return vec![];
+                    .map(|c| c.name.as_str())
+            })
+            .flatten()
+        }));
     }
     // A pull failure that was followed by a successful pull, or by the
     // container running, is history: it does not explain the crash loop.
@@ -503,14 +503,6 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
                 .as_ref()
                 .is_some_and(|s| s.kind == StateKind::Running)
     });
-    let waiting_now = cx.pod.containers.iter().any(|c| {
-        c.waiting_reason()
-            .is_some_and(|r| REASONS.contains(&r.value.as_str()))
-    }) || cx
-        .pod
-        .listed_status
-        .as_ref()
-        .is_some_and(|s| REASONS.iter().any(|r| s.value.contains(r)));
     if !waiting_now && (pulled_since || ran) {
         f.score = Strength::Hint.score();
         f = f.why("the image was pulled (or the container ran) after the pull failure: that failure is not what stops the pod now");
@@ -518,37 +510,23 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
     if f.container.is_none() {
         f = f.container(cx.focus_name());
     }
-    let text: String = events
+    // The most specific message says why: the catalog entry that reads it
+    // (a tag that does not exist, a refused credential, a rate limit).
+    let why = events
         .iter()
-        .map(|e| e.message.to_ascii_lowercase())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let image = events
-        .iter()
-        .find_map(|e| {
-            e.message
-                .split('"')
-                .nth(1)
-                .filter(|s| s.contains(':') || s.contains('/'))
-        })
-        .map(str::to_string);
-    f.summary = if text.contains("manifest unknown") || text.contains("not found") {
-        "the image cannot be pulled: the tag or repository does not exist".to_string()
-    } else if text.contains("unauthorized")
-        || text.contains("denied")
-        || text.contains("401")
-        || text.contains("403")
-    {
-        "the image cannot be pulled: the registry refuses the pull (credentials missing or wrong)"
-            .to_string()
-    } else if text.contains("toomanyrequests")
-        || text.contains("rate limit")
-        || text.contains("429")
-    {
-        "the image cannot be pulled: the registry rate-limits the pulls".to_string()
-    } else {
-        "the image cannot be pulled (ImagePullBackOff): the container never ran".to_string()
-    };
+        .max_by_key(|s| s.hit.sig.strength)
+        .map(|s| s.hit.sig.meaning)
+        .unwrap_or("the kubelet backs off pulling it; the pull error in the pod's events says why");
+    f.summary = format!("the image cannot be pulled: {why}");
+    let image = events.iter().find_map(|s| {
+        s.hit
+            .line
+            .text
+            .split('"')
+            .nth(1)
+            .filter(|x| x.contains(':') || x.contains('/'))
+            .map(str::to_string)
+    });
     if let Some(img) = &image {
         f.summary.push_str(&format!(" ({img})"));
     }
