@@ -66,6 +66,10 @@ pub const FILES: &[(&str, &str)] = &[
         "k8s-ecosystem.yaml",
         include_str!("../catalog/k8s-ecosystem.yaml"),
     ),
+    (
+        "observability-messaging.yaml",
+        include_str!("../catalog/observability-messaging.yaml"),
+    ),
 ];
 
 /// Kubernetes' vocabulary, extracted from its source.

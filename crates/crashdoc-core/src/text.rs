@@ -111,6 +111,20 @@ pub fn format_bytes_quantity(bytes: u64) -> String {
     }
 }
 
+/// Where in `line` the keywords of an entry first occur, the latest of them
+/// (ASCII case-insensitive), or 0. Wrapped errors (`a: b: c`, `0/3 nodes are available: 3
+/// Insufficient cpu`) print the context first and the innermost cause last,
+/// so among the entries that read a line, the one whose keyword stands
+/// latest names the root.
+pub fn innermost(line: &str, keywords: &[&str]) -> usize {
+    let lower = line.to_ascii_lowercase();
+    keywords
+        .iter()
+        .filter_map(|k| lower.find(&k.to_ascii_lowercase()))
+        .max()
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +150,15 @@ mod tests {
         assert_eq!(format_bytes_quantity(45 * 1024 * 1024), "48Mi");
         assert_eq!(format_bytes_quantity(3 * 1024 * 1024 * 1024 + 1), "3584Mi");
         assert_eq!(format_bytes_quantity(16 * 1024 * 1024 * 1024), "16Gi");
+    }
+
+    #[test]
+    fn the_innermost_keyword_stands_last() {
+        let m = "0/3 nodes are available: 3 Insufficient cpu.";
+        assert!(innermost(m, &["Insufficient"]) > innermost(m, &["nodes are available"]));
+        // Context repeated after the cause does not count.
+        let p = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available";
+        assert!(innermost(p, &["Insufficient"]) > innermost(p, &["nodes are available"]));
+        assert_eq!(innermost(m, &["taint"]), 0);
     }
 }

@@ -510,11 +510,18 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
     if f.container.is_none() {
         f = f.container(cx.focus_name());
     }
-    // The most specific message says why: the catalog entry that reads it
-    // (a tag that does not exist, a refused credential, a rate limit).
+    // The most specific message says why: the catalog entry that reads its
+    // innermost part (the runtime wraps the registry's answer: a tag that
+    // does not exist, a refused credential, a rate limit).
     let why = events
         .iter()
-        .max_by_key(|s| s.hit.sig.strength)
+        .filter(|s| !s.hit.sig.id.starts_with("k8s.reason."))
+        .max_by_key(|s| {
+            (
+                crate::text::innermost(&s.hit.line.text, s.hit.sig.keywords),
+                s.hit.sig.strength,
+            )
+        })
         .map(|s| s.hit.sig.meaning)
         .unwrap_or("the kubelet backs off pulling it; the pull error in the pod's events says why");
     f.summary = format!("the image cannot be pulled: {why}");
@@ -558,18 +565,46 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
     let pending = cx.pod.phase_is("Pending") || cx.pod.status_is("Pending");
     if let Some(e) = cx.events_with(|e| e.reason == "FailedScheduling").last() {
         let m = &e.message;
-        let why = if m.contains("Insufficient nvidia.com/gpu") {
-            "no node has a free nvidia.com/gpu (all GPUs are taken, or no GPU node is ready)"
-        } else if m.contains("Insufficient") {
-            "no node has enough free cpu or memory for its requests"
-        } else if m.contains("taint") {
-            "the nodes have taints the pod does not tolerate"
-        } else if m.contains("affinity") || m.contains("selector") {
-            "its node affinity or selector matches no node"
-        } else if m.contains("PersistentVolumeClaim") || m.contains("volume") {
-            "its volume claim is not bound"
+        // Why: every scheduler filter the catalog reads in this message (the
+        // scheduler prints `0/N nodes are available:` first, then each
+        // filter's count and reason), in the order they stand, then the
+        // scheduler's own words.
+        let read = cx.catalog_support(Cause::Unschedulable);
+        let mut found: Vec<(usize, &str)> = read
+            .iter()
+            .filter(|s| s.at == Place::Event && s.cite().reference == e.cite.reference)
+            .filter(|s| !s.hit.sig.id.starts_with("k8s.reason."))
+            .map(|s| {
+                (
+                    crate::text::innermost(m, s.hit.sig.keywords),
+                    s.hit.sig.meaning,
+                )
+            })
+            .filter(|(at, _)| *at > 0)
+            .collect();
+        found.sort();
+        let mut meanings: Vec<&str> = Vec::new();
+        for (_, meaning) in found {
+            if !meanings.contains(&meaning) {
+                meanings.push(meaning);
+            }
+        }
+        let words = m
+            .split_once("are available: ")
+            .map_or(m.as_str(), |(_, r)| {
+                r.split(" preemption:").next().unwrap_or(r)
+            });
+        let why = if meanings.is_empty() {
+            format!(
+                "the scheduler found no node for it ({})",
+                crate::text::clip(words.trim_end_matches('.'), 160)
+            )
         } else {
-            "the scheduler found no node for it"
+            format!(
+                "{} ({})",
+                meanings.join("; "),
+                crate::text::clip(words.trim_end_matches('.'), 160)
+            )
         };
         let scheduled_since = cx.pod.node_name.is_some()
             || started(cx.pod)
