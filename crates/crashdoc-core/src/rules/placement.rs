@@ -570,6 +570,10 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         // filter's count and reason), in the order they stand, then the
         // scheduler's own words.
         let read = cx.catalog_support(Cause::Unschedulable);
+        // Entries that read the header itself say nothing the event does not.
+        let reasons_at = m
+            .find("are available: ")
+            .map_or(1, |i| i + "are available: ".len());
         let mut found: Vec<(usize, &str)> = read
             .iter()
             .filter(|s| s.at == Place::Event && s.cite().reference == e.cite.reference)
@@ -580,12 +584,12 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
                     s.hit.sig.meaning,
                 )
             })
-            .filter(|(at, _)| *at > 0)
+            .filter(|(at, _)| *at >= reasons_at)
             .collect();
         found.sort();
         let mut meanings: Vec<&str> = Vec::new();
         for (_, meaning) in found {
-            if !meanings.contains(&meaning) {
+            if !meanings.contains(&meaning) && meanings.len() < 2 {
                 meanings.push(meaning);
             }
         }
