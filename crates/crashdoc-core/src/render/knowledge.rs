@@ -109,14 +109,7 @@ pub fn explain(c: Cause) -> String {
         return "unknown — the evidence supports no cause; the diagnosis lists what evidence is missing, with the commands to get it\n".into();
     };
     let _ = writeln!(out, "{} — {}\n", c.id(), c.title());
-    for (h, t) in [
-        ("What it detects", r.doc.what),
-        ("Why it crash-loops", r.doc.why),
-        ("Evidence", r.doc.evidence),
-        ("Example", r.doc.example),
-        ("Fix", r.doc.fix),
-        ("Known false positives", r.doc.false_positives),
-    ] {
+    for (h, t) in r.doc.sections() {
         let _ = writeln!(out, "{h}:");
         for l in t.lines() {
             let _ = writeln!(out, "  {l}");

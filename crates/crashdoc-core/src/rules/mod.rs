@@ -29,6 +29,21 @@ pub struct RuleDoc {
     pub false_positives: &'static str,
 }
 
+impl RuleDoc {
+    /// The sections with their headings, in the order `crashdoc explain`
+    /// prints them.
+    pub fn sections(&self) -> [(&'static str, &'static str); 6] {
+        [
+            ("What it detects", self.what),
+            ("Why it crash-loops", self.why),
+            ("Evidence", self.evidence),
+            ("Example", self.example),
+            ("Fix", self.fix),
+            ("Known false positives", self.false_positives),
+        ]
+    }
+}
+
 /// A rule: one cause, its documentation, its check. What it recognises in
 /// text is in the catalog (`crate::catalog`), under its cause.
 pub struct Rule {
@@ -185,6 +200,35 @@ impl Support<'_> {
     pub fn cite(&self) -> Cite {
         self.cite.clone()
     }
+
+    /// Support from a status field or an event: `text` is what the entry
+    /// matched, `cite` the field it stands in.
+    fn of_field(
+        sig: &'static crate::scan::Signature,
+        text: &str,
+        at: Place,
+        container: Option<String>,
+        cite: &Cite,
+    ) -> Self {
+        Support {
+            hit: Hit {
+                sig,
+                line: crate::scan::Line {
+                    number: 0,
+                    text: text.to_string(),
+                },
+                decisive: false,
+            },
+            log: None,
+            kind: None,
+            at,
+            container,
+            // Events and status fields are about this pod, but an event may
+            // be about a sibling of the same workload.
+            score: sig.weight() * 0.97,
+            cite: cite.clone(),
+        }
+    }
 }
 
 static ACCESS_LOG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
@@ -293,44 +337,14 @@ impl<'a> Context<'a> {
                 if !matches!(sig.kind, SigKind::Cause(_)) || !sig.places.allow(at) {
                     continue;
                 }
-                supports.push(Support {
-                    hit: Hit {
-                        sig,
-                        line: crate::scan::Line {
-                            number: 0,
-                            text: text.to_string(),
-                        },
-                        decisive: false,
-                    },
-                    log: None,
-                    kind: None,
-                    at,
-                    container: container.clone(),
-                    score: sig.weight() * 0.97,
-                    cite: cite.clone(),
-                });
+                supports.push(Support::of_field(sig, text, at, container.clone(), cite));
             }
         }
         for (kind, name, message, container, at, cite) in reason_fields(pod) {
             let Some(sig) = crate::catalog::reason_support(kind, name, message) else {
                 continue;
             };
-            supports.push(Support {
-                hit: Hit {
-                    sig,
-                    line: crate::scan::Line {
-                        number: 0,
-                        text: name.to_string(),
-                    },
-                    decisive: false,
-                },
-                log: None,
-                kind: None,
-                at,
-                container,
-                score: sig.weight() * 0.97,
-                cite: cite.clone(),
-            });
+            supports.push(Support::of_field(sig, name, at, container, cite));
         }
         Context {
             pod,
@@ -719,14 +733,7 @@ mod tests {
                 continue;
             }
             let r = rule(*c).unwrap_or_else(|| panic!("no rule for {c}"));
-            for (name, text) in [
-                ("what", r.doc.what),
-                ("why", r.doc.why),
-                ("evidence", r.doc.evidence),
-                ("example", r.doc.example),
-                ("fix", r.doc.fix),
-                ("false positives", r.doc.false_positives),
-            ] {
+            for (name, text) in r.doc.sections() {
                 assert!(text.len() > 20, "{c}: {name} is too thin");
             }
         }
