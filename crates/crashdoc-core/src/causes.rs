@@ -95,8 +95,18 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../../shared/spec/causes.md"
         );
-        let spec = std::fs::read_to_string(path)
-            .expect("../shared/spec/causes.md is part of the checkout layout");
+        // The spec lives beside the repo in ../shared: a clone with nothing
+        // beside it says so and passes; CI, which has it, must check it.
+        let Ok(spec) = std::fs::read_to_string(path) else {
+            assert!(
+                std::env::var("CI").is_err(),
+                "{path}: the spec must be present in CI"
+            );
+            println!(
+                "skipped: no cause taxonomy at {path} (it lives beside the repo in ../shared)"
+            );
+            return;
+        };
         for c in Cause::ALL {
             assert!(
                 spec.contains(&format!("`{}`", c.id())),
