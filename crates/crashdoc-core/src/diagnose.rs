@@ -304,22 +304,11 @@ fn catalog_findings(cx: &Context, found: &[Finding]) -> Vec<Finding> {
             .into_iter()
             .filter(|s| !r.reads.contains(&s.at) && !cited(&s.cite()))
             .collect();
-        let Some(best) = sup.first() else { continue };
-        let mut lines: Vec<String> = sup.iter().map(|s| s.cite().reference).collect();
-        lines.dedup();
-        let score = (best.score + adjust::REPEATED * (lines.len().min(4) as f32 - 1.0))
-            .min(adjust::CEILING);
-        let container = best
-            .container
-            .clone()
-            .or(cx.focus_name().map(str::to_string));
-        let mut f = Finding::new(r.cause, score, best.hit.sig.meaning)
-            .container(container.as_deref())
-            .fix(r.doc.fix);
+        let Some(mut f) = cx.finding_from(r.cause, &sup, |s| s.hit.sig.meaning.to_string()) else {
+            continue;
+        };
+        f = f.fix(r.doc.fix);
         f.generic = true;
-        for s in sup.iter().take(3) {
-            f = f.cite(&s.cite());
-        }
         out.push(f);
     }
     out

@@ -206,13 +206,13 @@ impl Parts {
         );
         let before = self.count();
         let name = doc.name.clone();
+        let fallback = structured.then(|| doc.clone());
+        let mark = self.mark();
         // Pasted text, whatever its section was taken for (a log file given
         // by name is streamed, not read here).
         if !matches!(kind, FileKind::BundleMeta | FileKind::Other) {
             self.fragments.extend(fragments::states(&doc));
         }
-        let fallback = structured.then(|| doc.clone());
-        let mark = (self.events.len(), self.objects.len(), self.described.len());
         self.add_doc_inner(kind, doc);
         if let Some(doc) = fallback
             && !doc.text.trim().is_empty()
@@ -225,15 +225,16 @@ impl Parts {
             } else {
                 // Layout parsing adds structure; it never decides whether a
                 // line is seen: every line is matched as text too, but for
-                // the event rows it read (whichever pod they are about).
-                let read = self.event_lines_since(mark);
-                self.scan_doc(&doc, LogKind::Text, None);
-                if let Some(t) = self.texts.last_mut().filter(|t| t.file == doc.name) {
-                    t.hits
-                        .retain(|h| !read.contains(&format!("{}:{}", t.file, h.line.number)));
-                    if t.hits.is_empty() {
-                        self.texts.pop();
-                    }
+                // the lines a parser read into an event or a status field
+                // (whichever pod they are about), matched there.
+                let read = self.lines_read_since(mark);
+                let mut scan =
+                    Catalog::global().scan_str(&doc.text, &doc.name, LogKind::Text, None);
+                shift_lines(&mut scan, doc.line_offset);
+                scan.hits
+                    .retain(|h| !read.contains(&format!("{}:{}", scan.file, h.line.number)));
+                if !scan.hits.is_empty() {
+                    self.texts.push(scan);
                 }
             }
         }
@@ -308,31 +309,62 @@ impl Parts {
         }
     }
 
-    /// The `file:line` of the events parsed since `mark`.
-    fn event_lines_since(&self, mark: (usize, usize, usize)) -> std::collections::HashSet<String> {
-        let loc = |c: &Cite| c.location.clone().unwrap_or_else(|| c.reference.clone());
-        self.events[mark.0..]
+    /// How much has been parsed so far (see [`Parts::lines_read_since`]).
+    fn mark(&self) -> [usize; 4] {
+        [
+            self.events.len(),
+            self.objects.len(),
+            self.described.len(),
+            self.fragments.len(),
+        ]
+    }
+
+    /// The `file:line` of every line parsed since `mark` into an event, a
+    /// container state's field or a pod's status reason or message.
+    fn lines_read_since(&self, mark: [usize; 4]) -> std::collections::HashSet<String> {
+        let mut out = std::collections::HashSet::new();
+        let mut add = |c: &Cite| {
+            out.insert(c.location.clone().unwrap_or_else(|| c.reference.clone()));
+        };
+        let pods = self.described[mark[2]..]
             .iter()
-            .chain(self.objects[mark.1..].iter().flat_map(|o| o.events.iter()))
-            .chain(
-                self.described[mark.2..]
-                    .iter()
-                    .flat_map(|d| d.pod.events.iter()),
-            )
-            .map(|e| loc(&e.cite))
-            .collect()
+            .map(|d| &d.pod)
+            .chain(self.objects[mark[1]..].iter().flat_map(|o| o.pods.iter()));
+        let states = pods.clone().flat_map(|p| {
+            p.containers
+                .iter()
+                .flat_map(|c| [c.state.as_ref(), c.last_state.as_ref()])
+                .flatten()
+        });
+        for st in states.chain(self.fragments[mark[3]..].iter().map(|f| &f.state)) {
+            add(&st.kind_cite);
+            for f in [st.reason.as_ref(), st.message.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                add(&f.cite);
+            }
+        }
+        for p in pods {
+            for f in [p.reason.as_ref(), p.message.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                add(&f.cite);
+            }
+            p.events.iter().for_each(|e| add(&e.cite));
+        }
+        self.events[mark[0]..]
+            .iter()
+            .chain(self.objects[mark[1]..].iter().flat_map(|o| o.events.iter()))
+            .for_each(|e| add(&e.cite));
+        out
     }
 
     fn scan_doc(&mut self, doc: &Doc, kind: LogKind, container: Option<String>) {
         let mut scan = Catalog::global().scan_str(&doc.text, &doc.name, kind, container);
         shift_lines(&mut scan, doc.line_offset);
-        if kind == LogKind::Text {
-            if !scan.hits.is_empty() {
-                self.texts.push(scan);
-            }
-        } else {
-            self.logs.push(scan);
-        }
+        self.logs.push(scan);
     }
 
     /// Read one file by name from a reader. Logs are streamed; other files

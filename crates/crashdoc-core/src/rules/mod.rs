@@ -258,19 +258,11 @@ impl<'a> Context<'a> {
     pub fn new(pod: &'a Pod) -> Self {
         let focus = focus_container(pod);
         let mut supports = Vec::new();
-        let read = structured_lines(pod);
         for log in pod.logs.iter().chain(&pod.texts) {
             let (factor, at) = place_factor(log.kind);
             let near_end = log.lines.saturating_sub(log.lines / 6).max(1);
             for hit in &log.hits {
                 if !hit.sig.places.allow(at) {
-                    continue;
-                }
-                // A line the layout parser already read (an event row, a
-                // state's reason) is matched there, with its field.
-                if log.kind == LogKind::Text
-                    && read.contains(&format!("{}:{}", log.file, hit.line.number))
-                {
                     continue;
                 }
                 // An access-log entry records what the server answered its
@@ -396,10 +388,21 @@ impl<'a> Context<'a> {
 
     /// A finding built from the log lines that support `cause`, if any.
     pub fn from_logs(&self, cause: Cause, summary: impl Fn(&Support) -> String) -> Option<Finding> {
-        let sup = self.log_support(cause);
+        self.finding_from(cause, &self.log_support(cause), summary)
+    }
+
+    /// A finding from supports of `cause`, best first: the best one's score,
+    /// a little more for each further distinct line (up to three), its
+    /// container (or the failing one), the first three citations.
+    pub fn finding_from(
+        &self,
+        cause: Cause,
+        sup: &[&Support],
+        summary: impl Fn(&Support) -> String,
+    ) -> Option<Finding> {
         let best = sup.first()?;
         let distinct = {
-            let mut lines: Vec<u64> = sup.iter().map(|s| s.hit.line.number).collect();
+            let mut lines: Vec<String> = sup.iter().map(|s| s.cite.reference.clone()).collect();
             lines.dedup();
             lines.len()
         };
@@ -513,39 +516,6 @@ impl<'a> Context<'a> {
             .filter(|n| !n.is_empty())
             .or(self.focus_name())
     }
-}
-
-/// The `file:line` of every line a layout parser turned into an event or
-/// a status field.
-fn structured_lines(pod: &Pod) -> std::collections::HashSet<String> {
-    let mut out = std::collections::HashSet::new();
-    let mut add = |c: &Cite| {
-        out.insert(c.location.clone().unwrap_or_else(|| c.reference.clone()));
-    };
-    for e in &pod.events {
-        add(&e.cite);
-    }
-    for c in &pod.containers {
-        for st in [c.state.as_ref(), c.last_state.as_ref()]
-            .into_iter()
-            .flatten()
-        {
-            add(&st.kind_cite);
-            for f in [st.reason.as_ref(), st.message.as_ref()]
-                .into_iter()
-                .flatten()
-            {
-                add(&f.cite);
-            }
-        }
-    }
-    for f in [pod.reason.as_ref(), pod.message.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        add(&f.cite);
-    }
-    out
 }
 
 type ReasonField<'a> = (
