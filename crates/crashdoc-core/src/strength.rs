@@ -101,6 +101,17 @@ pub mod adjust {
     pub const MORE_SPECIFIC: f32 = 0.02;
     /// The ceiling of such a finding, and of merged findings.
     pub const SPECIFIC_CEILING: f32 = 0.98;
+    /// How much a match counts by where it was read (the crashed run's own
+    /// output counts fully): the current run, an event or status field (it
+    /// may be about a sibling pod), free text, the text of a structured input.
+    pub const AT_CURRENT_RUN: f32 = 0.97;
+    pub const AT_FIELD: f32 = 0.97;
+    pub const AT_FREE_TEXT: f32 = 0.9;
+    pub const AT_STRUCTURED_TEXT: f32 = 0.88;
+    /// A weaker entry on a line that a stronger one explains.
+    pub const OUTSHONE_ON_ITS_LINE: f32 = 0.6;
+    /// Each further candidate of the status alone ranks this much lower.
+    pub const NEXT_CANDIDATE: f32 = 0.01;
 }
 
 #[cfg(test)]

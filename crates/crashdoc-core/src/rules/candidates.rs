@@ -13,7 +13,7 @@
 use super::{Context, Finding};
 use crate::causes::Cause;
 use crate::model::*;
-use crate::strength::Strength;
+use crate::strength::{Strength, adjust};
 
 /// What the status says about the failing container.
 #[derive(Debug, Default)]
@@ -259,7 +259,7 @@ pub fn candidates(cx: &Context, found: &[Finding]) -> Vec<Finding> {
             continue;
         }
         // Below every finding, in the table's order.
-        let score = Strength::Hint.score() - 0.01 * out.len() as f32;
+        let score = Strength::Hint.score() - adjust::NEXT_CANDIDATE * out.len() as f32;
         let mut x = Finding::new(
             c.cause,
             score,

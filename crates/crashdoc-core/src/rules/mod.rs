@@ -223,9 +223,7 @@ impl Support<'_> {
             kind: None,
             at,
             container,
-            // Events and status fields are about this pod, but an event may
-            // be about a sibling of the same workload.
-            score: sig.weight() * 0.97,
+            score: sig.weight() * adjust::AT_FIELD,
             cite: cite.clone(),
         }
     }
@@ -248,9 +246,9 @@ pub struct Context<'a> {
 fn place_factor(kind: LogKind) -> (f32, Place) {
     match kind {
         LogKind::Previous => (1.0, Place::Log),
-        LogKind::Current => (0.97, Place::Log),
-        LogKind::Other => (0.9, Place::Any),
-        LogKind::Text => (0.88, Place::Any),
+        LogKind::Current => (adjust::AT_CURRENT_RUN, Place::Log),
+        LogKind::Other => (adjust::AT_FREE_TEXT, Place::Any),
+        LogKind::Text => (adjust::AT_STRUCTURED_TEXT, Place::Any),
     }
 }
 
@@ -283,7 +281,7 @@ impl<'a> Context<'a> {
                     .fold(0.0f32, f32::max);
                 let mut w = hit.sig.weight();
                 if matches!(hit.sig.kind, SigKind::Cause(_)) && w < best {
-                    w *= 0.6;
+                    w *= adjust::OUTSHONE_ON_ITS_LINE;
                 }
                 if hit.sig.kind == SigKind::Exception {
                     // A cause on the same line explains it; a source line of a
