@@ -497,15 +497,6 @@ pub fn for_cause(cause: Cause) -> impl Iterator<Item = &'static Signature> {
         .filter(move |s| s.kind == SigKind::Cause(cause))
 }
 
-/// A vocabulary name of the given kind (`OOMKilled` as a terminated
-/// reason), when it is known.
-pub fn reason(kind: VocabKind, name: &str) -> Option<&'static VocabEntry> {
-    vocabulary()
-        .entries
-        .iter()
-        .find(|e| e.kind == kind && e.name == name)
-}
-
 /// The catalog entry a Kubernetes reason stands for (`OOMKilled` as a
 /// terminated reason, `FailedMount` as an event reason), or `None` when the
 /// vocabulary marks it `none` or does not know it. When one name has several

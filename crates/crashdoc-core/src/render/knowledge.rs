@@ -2,7 +2,7 @@
 //! entries of its cause (`crashdoc explain`), and the whole catalog with the
 //! source of every entry (`crashdoc catalog`).
 
-use crate::catalog::{self, VocabKind};
+use crate::catalog;
 use crate::causes::Cause;
 use crate::scan::{SigKind, Signature};
 use serde::Serialize;
@@ -159,27 +159,6 @@ pub fn explain(c: Cause) -> String {
                 e.why,
                 e.source
             );
-        }
-    }
-    out
-}
-
-/// How many vocabulary names of each kind map to a cause, and how many are
-/// marked `none`.
-pub fn vocabulary_counts() -> Vec<(VocabKind, usize, usize)> {
-    let mut out: Vec<(VocabKind, usize, usize)> = Vec::new();
-    for e in &catalog::vocabulary().entries {
-        let i = match out.iter().position(|(k, ..)| *k == e.kind) {
-            Some(i) => i,
-            None => {
-                out.push((e.kind, 0, 0));
-                out.len() - 1
-            }
-        };
-        if e.supports().is_some() {
-            out[i].1 += 1;
-        } else {
-            out[i].2 += 1;
         }
     }
     out
