@@ -89,6 +89,42 @@ mod tests {
         assert!("oom".parse::<Cause>().is_err());
     }
 
+    /// The repository's copy of the taxonomy (docs/causes.md): always there.
+    const DOC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/causes.md"));
+
+    /// The table rows of a taxonomy file: (id, the whole row).
+    fn rows(md: &str) -> Vec<(String, String)> {
+        md.lines()
+            .filter_map(|l| {
+                let id = l.strip_prefix("| `")?.split('`').next()?;
+                Some((id.to_string(), l.trim_end().to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_taxonomy_is_the_cause_enum() {
+        let ids: Vec<String> = rows(DOC).into_iter().map(|(id, _)| id).collect();
+        let code: Vec<&str> = Cause::ALL.iter().map(|c| c.id()).collect();
+        assert_eq!(
+            ids, code,
+            "docs/causes.md and Cause::ALL differ (ids or order)"
+        );
+    }
+
+    #[test]
+    fn rows_reads_ids_and_sees_a_missing_one() {
+        let md = "| id | what |\n|---|---|\n| `oom-killed` | killed |\n| `gpu-oom` | gpu |\n";
+        let ids: Vec<String> = rows(md).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["oom-killed", "gpu-oom"]);
+        // A taxonomy without one of the code's ids is told apart.
+        let short: Vec<String> = rows(&DOC.replace("| `gpu-oom` |", "| gpu-oom |"))
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_ne!(short.len(), Cause::ALL.len());
+    }
+
     #[test]
     fn ids_match_the_spec() {
         let path = concat!(
@@ -96,7 +132,8 @@ mod tests {
             "/../../../shared/spec/causes.md"
         );
         // The spec lives beside the repo in ../shared: a clone with nothing
-        // beside it says so and passes; CI, which has it, must check it.
+        // beside it says so and passes (docs/causes.md is checked against the
+        // code above); CI, which has it, must check it.
         let Ok(spec) = std::fs::read_to_string(path) else {
             assert!(
                 std::env::var("CI").is_err(),
@@ -114,5 +151,11 @@ mod tests {
                 c.id()
             );
         }
+        // docs/causes.md is the spec's table, row for row.
+        assert_eq!(
+            rows(DOC),
+            rows(&spec),
+            "docs/causes.md differs from {path}: copy the spec's table"
+        );
     }
 }
