@@ -8,6 +8,7 @@
 
 pub mod collect;
 pub mod retry;
+pub mod scan;
 mod target;
 pub mod verify;
 
@@ -33,6 +34,10 @@ pub enum KubeError {
     Api(#[source] kube::Error),
     #[error("{0}")]
     Target(String),
+    #[error(
+        "{target} in namespace {namespace} has no failing pod: every pod is running, ready and has not restarted"
+    )]
+    NoFailingPod { target: String, namespace: String },
 }
 
 impl KubeError {
@@ -46,6 +51,7 @@ impl KubeError {
             )),
             KubeError::Api(_) => Some("check that the API server is reachable (`kubectl get --raw /readyz`)".into()),
             KubeError::Target(_) => Some("targets look like NAME, pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME".into()),
+            KubeError::NoFailingPod { namespace, .. } => Some(format!("name one of its pods to diagnose it anyway (`kubectl get pods -n {namespace}`), or `crashdoc scan -n {namespace}` for every unhealthy pod")),
         }
     }
 }

@@ -5,10 +5,6 @@ use anyhow::Context as _;
 use crashdoc_core::ingest::bundle::{self, PodFiles};
 use crashdoc_core::{diagnose, render};
 use crashdoc_kube::{CollectOptions, Collector, Target};
-use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, ListParams};
-use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -88,24 +84,7 @@ async fn collect_target(
     let target: Target = target.parse()?;
     let (client, ns) = args.connect().await?;
     let started = Instant::now();
-    let collector = Collector::new(client, ns.clone(), args.options());
-    let pods = collector.resolve(&target).await?;
-    let is_pod = target.kind == crashdoc_kube::TargetKind::Pod;
-    let failing: Vec<Pod> = if is_pod {
-        pods
-    } else {
-        pods.into_iter()
-            .filter(crashdoc_kube::unhealthy)
-            .take(10)
-            .collect()
-    };
-    if failing.is_empty() {
-        anyhow::bail!(
-            "{} in namespace {ns} has no failing pod: every pod is running, ready and has not restarted",
-            target.name
-        );
-    }
-    let c = collector.collect(failing).await;
+    let c = crashdoc_kube::scan::collect_target(client, &ns, args.options(), &target).await?;
     if verbose {
         eprintln!(
             "collected {} pod(s) with {} API requests in {} sequential waves in {} ms",
@@ -177,74 +156,8 @@ pub async fn scan(
 ) -> anyhow::Result<()> {
     let (client, ns) = args.connect().await?;
     let started = Instant::now();
-    let pods_api: Api<Pod> = if all_namespaces {
-        Api::all(client.clone())
-    } else {
-        Api::namespaced(client.clone(), &ns)
-    };
-    let events_api: Api<Event> = if all_namespaces {
-        Api::all(client.clone())
-    } else {
-        Api::namespaced(client.clone(), &ns)
-    };
-    let mut requests = 0u32;
-    // Pages of 500: memory holds only the unhealthy pods.
-    let mut unhealthy: Vec<Pod> = Vec::new();
-    let mut total = 0usize;
-    let mut token: Option<String> = None;
-    loop {
-        let mut lp = ListParams::default().limit(500);
-        if let Some(t) = &token {
-            lp = lp.continue_token(t);
-        }
-        requests += 1;
-        let page = crashdoc_kube::retry::read(3, || pods_api.list(&lp))
-            .await
-            .map_err(|e| forbidden_hint(e, "list", "pods", &ns))?;
-        total += page.items.len();
-        unhealthy.extend(
-            page.items
-                .into_iter()
-                .filter(|p| crashdoc_kube::unhealthy(p) && !just_created_pending(p)),
-        );
-        token = page.metadata.continue_.filter(|t| !t.is_empty());
-        if token.is_none() {
-            break;
-        }
-    }
-    // Events once for the whole namespace, grouped by the pod's uid.
-    let mut by_uid: HashMap<String, Vec<Event>> = HashMap::new();
-    let mut events_ok = true;
-    let mut token: Option<String> = None;
-    if !unhealthy.is_empty() {
-        loop {
-            let mut lp = ListParams::default().limit(500);
-            if let Some(t) = &token {
-                lp = lp.continue_token(t);
-            }
-            requests += 1;
-            match crashdoc_kube::retry::read(3, || events_api.list(&lp)).await {
-                Ok(page) => {
-                    for e in page.items {
-                        if let Some(uid) = e.involved_object.uid.clone() {
-                            by_uid.entry(uid).or_default().push(e);
-                        }
-                    }
-                    token = page.metadata.continue_.filter(|t| !t.is_empty());
-                    if token.is_none() {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    eprintln!("note: events could not be listed ({e}); diagnosing without them");
-                    events_ok = false;
-                    break;
-                }
-            }
-        }
-    }
     let bar = if std::io::stderr().is_terminal() && format == crate::Format::Text {
-        let b = indicatif::ProgressBar::new(unhealthy.len() as u64);
+        let b = indicatif::ProgressBar::new(0);
         b.set_style(
             indicatif::ProgressStyle::with_template(
                 "{spinner} diagnosing {pos}/{len} unhealthy pods {wide_bar} {elapsed}",
@@ -255,27 +168,23 @@ pub async fn scan(
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let collector = Collector::new(client.clone(), ns.clone(), args.options());
-    let collector = &collector;
-    let by_uid = &by_uid;
-    let files: Vec<PodFiles> = futures::stream::iter(unhealthy.into_iter().map(|p| {
-        let uid = p.metadata.uid.clone().unwrap_or_default();
-        let events = if events_ok {
-            Some(by_uid.get(&uid).cloned().unwrap_or_default())
-        } else {
-            None
-        };
-        let bar = bar.clone();
-        async move {
-            let f = collector.collect_pod(p, events).await;
-            bar.inc(1);
-            f
-        }
-    }))
-    .buffer_unordered(concurrency.max(1))
-    .collect()
-    .await;
+    let scanned = crashdoc_kube::scan::scan(
+        client,
+        &ns,
+        all_namespaces,
+        args.options(),
+        concurrency,
+        &|n| {
+            bar.set_length(n as u64);
+            bar.inc(1)
+        },
+    )
+    .await?;
     bar.finish_and_clear();
+    if let Some(n) = &scanned.events_note {
+        eprintln!("note: {n}");
+    }
+    let (files, total) = (scanned.pods, scanned.total);
     let ev = bundle::read_memory(&files);
     let report = diagnose::diagnose_all(&ev);
     if verbose {
@@ -285,107 +194,15 @@ pub async fn scan(
             started.elapsed().as_millis()
         );
     }
-    let _ = requests;
     match format {
         crate::Format::Json => {
-            let mut v = serde_json::to_value(&report)?;
-            v["groups"] = serde_json::to_value(groups(&report))?;
-            v["scanned"] = serde_json::json!(total);
+            let v = crashdoc_kube::scan::json(&report, total)?;
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         crate::Format::Markdown => print!("{}", render::markdown(&report)),
         crate::Format::Text => print_groups(&report, total),
     }
     Ok(())
-}
-
-fn just_created_pending(p: &Pod) -> bool {
-    let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
-    // The scheduler already said no: not just created, whatever its age.
-    let unschedulable = p.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .flatten()
-            .any(|c| c.type_ == "PodScheduled" && c.status == "False")
-    });
-    if unschedulable {
-        return false;
-    }
-    let waiting_reason_bad = p.status.as_ref().is_some_and(|s| {
-        s.container_statuses
-            .iter()
-            .flatten()
-            .chain(s.init_container_statuses.iter().flatten())
-            .any(|c| {
-                c.state
-                    .as_ref()
-                    .and_then(|st| st.waiting.as_ref())
-                    .and_then(|w| w.reason.as_deref())
-                    .is_some_and(|r| r != "ContainerCreating" && r != "PodInitializing")
-            })
-    });
-    let age = p
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map(|t| jiff_age(&t.0));
-    pending && !waiting_reason_bad && age.is_some_and(|a| a < 120)
-}
-
-fn jiff_age(t: &k8s_openapi::jiff::Timestamp) -> i64 {
-    k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second()
-}
-
-fn forbidden_hint(e: kube::Error, verb: &str, resource: &str, ns: &str) -> anyhow::Error {
-    match &e {
-        kube::Error::Api(s) if s.code == 403 => crashdoc_kube::KubeError::Forbidden {
-            verb: verb.into(),
-            resource: resource.into(),
-            namespace: ns.into(),
-        }
-        .into(),
-        _ => crashdoc_kube::KubeError::Api(e).into(),
-    }
-}
-
-#[derive(serde::Serialize)]
-struct Group {
-    cause: String,
-    count: usize,
-    owners: Vec<String>,
-    pods: Vec<String>,
-}
-
-fn groups(report: &diagnose::Report) -> Vec<Group> {
-    let mut g: Vec<Group> = Vec::new();
-    for p in &report.pods {
-        let Some(d) = p.diagnoses.first() else {
-            continue;
-        };
-        let name = format!(
-            "{}/{}",
-            p.namespace.clone().unwrap_or_default(),
-            p.name.clone().unwrap_or_default()
-        );
-        let owner = p.owner.clone().unwrap_or_else(|| "-".into());
-        match g.iter_mut().find(|x| x.cause == d.cause.id()) {
-            Some(x) => {
-                x.count += 1;
-                x.pods.push(name);
-                if !x.owners.contains(&owner) {
-                    x.owners.push(owner);
-                }
-            }
-            None => g.push(Group {
-                cause: d.cause.id().into(),
-                count: 1,
-                owners: vec![owner],
-                pods: vec![name],
-            }),
-        }
-    }
-    g.sort_by(|a, b| b.count.cmp(&a.count).then(a.cause.cmp(&b.cause)));
-    g
 }
 
 fn print_groups(report: &diagnose::Report, total: usize) {
@@ -396,7 +213,7 @@ fn print_groups(report: &diagnose::Report, total: usize) {
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
     t.set_header(vec!["CAUSE", "PODS", "OWNERS", "EXAMPLE"]);
-    for g in groups(report) {
+    for g in crashdoc_kube::scan::groups(report) {
         let owners = if g.owners.len() > 3 {
             format!(
                 "{} and {} more",
