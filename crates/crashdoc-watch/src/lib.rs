@@ -31,6 +31,7 @@
 //! finished after the hand-over (see `Shared::handover`), so two replicas
 //! never report the same termination.
 
+pub mod history;
 pub mod metrics;
 pub mod notify;
 pub mod server;

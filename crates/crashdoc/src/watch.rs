@@ -3,8 +3,7 @@
 
 use crate::live::{self, ClusterArgs};
 use anyhow::Context as _;
-use crashdoc_history::{Query, Record, Retention, Store};
-use crashdoc_kube::{Target, TargetKind};
+use crashdoc_history::{Record, Retention, Store};
 use crashdoc_watch::{Config, LeaderElection, WebhookConfig, notify};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -260,36 +259,6 @@ async fn shutdown_signal() {
     eprintln!("stopping: finishing the captures in flight");
 }
 
-fn query(a: &HistoryArgs) -> anyhow::Result<Query> {
-    let mut q = Query {
-        namespace: a.namespace.clone(),
-        container: a.container.clone(),
-        limit: Some(a.limit),
-        since: a.since.map(|d| {
-            jiff::Timestamp::now()
-                - jiff::SignedDuration::from_secs(d.as_secs().min(i64::MAX as u64) as i64)
-        }),
-        ..Query::default()
-    };
-    if let Some(t) = &a.target {
-        let t: Target = t.parse()?;
-        let kind = match t.kind {
-            TargetKind::Pod => {
-                q.pod = Some(t.name);
-                return Ok(q);
-            }
-            TargetKind::Deployment => "Deployment",
-            TargetKind::StatefulSet => "StatefulSet",
-            TargetKind::DaemonSet => "DaemonSet",
-            TargetKind::Job => "Job",
-            TargetKind::ReplicaSet => "ReplicaSet",
-        };
-        q.owner_kind = Some(kind.into());
-        q.owner = Some(t.name);
-    }
-    Ok(q)
-}
-
 pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
     let path = a.db.path()?;
     let store = Store::open_read_only(&path)
@@ -297,11 +266,20 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
     if let (Some(id), Some(out)) = (a.export, &a.output) {
         return export(&store, id, out);
     }
-    let q = query(&a)?;
+    let q = crashdoc_watch::history::query(
+        a.target.as_deref(),
+        a.namespace.clone(),
+        a.container.clone(),
+        a.since,
+        a.limit,
+    )?;
     let records = store.list(&q)?;
     let mut out = anstream::stdout();
     if a.format == crate::Format::Json {
-        let v: Vec<serde_json::Value> = records.iter().map(record_json).collect();
+        let v: Vec<serde_json::Value> = records
+            .iter()
+            .map(crashdoc_watch::history::record_json)
+            .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
     }
@@ -327,31 +305,6 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
         "`crashdoc history --export ID -o crash.tar.gz` writes a capture as a bundle; `crashdoc analyze crash.tar.gz` shows its full diagnosis."
     )?;
     Ok(())
-}
-
-fn record_json(r: &Record) -> serde_json::Value {
-    let c = &r.capture;
-    serde_json::json!({
-        "id": r.id,
-        "namespace": c.namespace,
-        "pod": c.pod,
-        "pod_uid": c.key.pod_uid,
-        "container": c.key.container,
-        "restart_count": c.key.restart_count,
-        "owner_kind": c.owner_kind,
-        "owner": c.owner,
-        "node": c.node,
-        "finished_at": c.finished_at.map(|t| t.to_string()),
-        "observed_at": c.observed_at.to_string(),
-        "reason": c.reason,
-        "exit_code": c.exit_code,
-        "signal": c.signal,
-        "cause": c.cause,
-        "confidence": c.confidence,
-        "summary": c.summary,
-        "kind": c.kind,
-        "missing": c.missing,
-    })
 }
 
 fn table(records: &[Record]) -> String {
