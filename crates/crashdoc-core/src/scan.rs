@@ -229,15 +229,26 @@ const WALKS: usize = 4;
 /// size, so the list of candidates it hands over stays small.
 const SUB_BLOCK: usize = 1 << 20;
 
+/// The first pass uses `line_ac` (already built for `classify`) until this
+/// many bytes have been scanned, then builds the DFA: below it the DFA's
+/// construction (tens of milliseconds for some 2,400 keywords) costs more
+/// than it saves. Both passes report the same lines (a test compares them).
+const DFA_AFTER: usize = 8 << 20;
+
 /// The compiled set of every signature.
 pub struct Catalog {
     sigs: Vec<&'static Signature>,
     /// Each entry's regular expression, compiled the first time a line
     /// selects the entry (most entries are never needed by one log).
     regexes: Vec<std::sync::OnceLock<Option<Regex>>>,
+    /// Every keyword, lowercase, in automaton pattern order.
+    keywords: Vec<String>,
     /// Every keyword: reaching its match state means that a keyword ends
-    /// at the byte just read.
-    dfa: LineDfa,
+    /// at the byte just read. Built the first time the bytes scanned pass
+    /// `DFA_AFTER` (building it costs more than scanning a small input).
+    dfa: std::sync::OnceLock<LineDfa>,
+    /// Bytes given to the first pass so far, by this catalog.
+    scanned: std::sync::atomic::AtomicUsize,
     /// Automaton pattern index -> signatures using that keyword.
     by_pattern: Vec<Vec<usize>>,
     /// Finds keywords inside one line (all overlapping matches).
@@ -397,6 +408,7 @@ impl Catalog {
     pub fn new(sigs: Vec<&'static Signature>) -> Catalog {
         let mut keywords: Vec<String> = Vec::new();
         let mut by_pattern: Vec<Vec<usize>> = Vec::new();
+        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
         for (i, s) in sigs.iter().enumerate() {
             for k in s.keywords {
                 // The first pass reports lines, and relies on a keyword
@@ -407,9 +419,10 @@ impl Catalog {
                     s.id
                 );
                 let k = k.to_ascii_lowercase();
-                match keywords.iter().position(|x| *x == k) {
-                    Some(p) => by_pattern[p].push(i),
+                match index.get(&k) {
+                    Some(&p) => by_pattern[p].push(i),
                     None => {
+                        index.insert(k.clone(), keywords.len());
                         keywords.push(k);
                         by_pattern.push(vec![i]);
                     }
@@ -417,7 +430,6 @@ impl Catalog {
             }
         }
         let regexes = sigs.iter().map(|_| std::sync::OnceLock::new()).collect();
-        let dfa = LineDfa::new(&keywords);
         let line_ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .build(&keywords)
@@ -425,7 +437,9 @@ impl Catalog {
         Catalog {
             sigs,
             regexes,
-            dfa,
+            keywords,
+            dfa: std::sync::OnceLock::new(),
+            scanned: std::sync::atomic::AtomicUsize::new(0),
             by_pattern,
             line_ac,
         }
@@ -559,8 +573,42 @@ impl Catalog {
     /// keyword's last byte; it reports that line and resumes at the next one
     /// (a keyword never spans lines, and a newline always leads back to the
     /// start state), so a long line costs one pass.
+    ///
+    /// Until `DFA_AFTER` bytes have been scanned, the first pass is a plain
+    /// leftmost search of `line_ac` from each line start instead, which
+    /// needs no DFA (see `candidate_lines_nfa`).
     pub fn candidate_lines(&self, block: &[u8], out: &mut Vec<usize>) {
-        self.candidate_lines_walks::<WALKS>(block, out);
+        use std::sync::atomic::Ordering;
+        let before = self.scanned.fetch_add(block.len(), Ordering::Relaxed);
+        if self.dfa.get().is_some() || before.saturating_add(block.len()) > DFA_AFTER {
+            self.candidate_lines_walks::<WALKS>(block, out);
+        } else {
+            self.candidate_lines_nfa(block, out);
+        }
+    }
+
+    /// The DFA, built on first use.
+    fn line_dfa(&self) -> &LineDfa {
+        self.dfa.get_or_init(|| LineDfa::new(&self.keywords))
+    }
+
+    /// The first pass without the DFA: from each line start, the first
+    /// keyword match (a keyword never spans lines, so a line holds one
+    /// exactly when the first match after its start ends inside it); its
+    /// line is reported and the search resumes at the next line.
+    #[doc(hidden)]
+    pub fn candidate_lines_nfa(&self, block: &[u8], out: &mut Vec<usize>) {
+        let mut at = 0;
+        while at < block.len() {
+            let Some(m) = self
+                .line_ac
+                .find(aho_corasick::Input::new(block).range(at..))
+            else {
+                break;
+            };
+            out.push(memchr::memrchr(b'\n', &block[at..m.start()]).map_or(at, |i| at + i + 1));
+            at = memchr::memchr(b'\n', &block[m.end()..]).map_or(block.len(), |i| m.end() + i + 1);
+        }
     }
 
     /// `candidate_lines` with `K` walks (for the benchmark).
@@ -574,7 +622,8 @@ impl Catalog {
         // a walk started in the start state finds every keyword that starts
         // where it starts or later: so walk k starts `warm_up` bytes early
         // (possibly mid-line). A line reported by two walks is kept once.
-        let warm_up = self.dfa.warm_up;
+        let d = self.line_dfa();
+        let warm_up = d.warm_up;
         let mut pos = [0usize; K];
         let mut seg_end = [len; K];
         for k in 0..K {
@@ -583,7 +632,6 @@ impl Catalog {
                 seg_end[k] = len / K * (k + 1);
             }
         }
-        let d = &self.dfa;
         let (trans, classes) = (&d.trans[..], &d.classes);
         let start = d.start as usize;
         let mut state = [start; K];
@@ -1116,7 +1164,7 @@ mod tests {
         let cat = Catalog::global();
         for b in b'a'..=b'z' {
             let (lower, upper) = (usize::from(b), usize::from(b.to_ascii_uppercase()));
-            assert_eq!(cat.dfa.classes[lower], cat.dfa.classes[upper]);
+            assert_eq!(cat.line_dfa().classes[lower], cat.line_dfa().classes[upper]);
         }
         let mut rng = Rng(0x5eed);
         for k in all_keywords() {
@@ -1193,6 +1241,7 @@ mod tests {
                 exact.lines(&block, &mut want);
                 assert_eq!(want, [0]);
                 for got in [
+                    nfa(cat, &block),
                     walks::<2>(cat, &block),
                     walks::<3>(cat, &block),
                     walks::<4>(cat, &block),
@@ -1210,6 +1259,13 @@ mod tests {
         v
     }
 
+    fn nfa(cat: &Catalog, block: &[u8]) -> Vec<usize> {
+        let mut v = vec![usize::MAX];
+        cat.candidate_lines_nfa(block, &mut v);
+        v.remove(0);
+        v
+    }
+
     /// Everything a scan reports, to compare two scans.
     fn summary(s: &LogScan) -> String {
         let hits: Vec<_> = s
@@ -1223,21 +1279,28 @@ mod tests {
         )
     }
 
-    fn both_ways(log: &[u8]) -> (String, String) {
+    /// The scan with each first pass: (the DFA walks, the NFA search, the
+    /// exact reference). `scan` itself picks one of the first two.
+    fn three_ways(log: &[u8]) -> [String; 3] {
         let cat = Catalog::global();
         let exact = Exact::new();
-        let fast = cat
-            .scan(log, "x", LogKind::Previous, None)
-            .expect("reading a slice");
-        let slow = cat
-            .scan_with(log, "x", LogKind::Previous, None, &|b: &[u8],
-                                                            out: &mut Vec<
-                usize,
-            >| {
-                exact.lines(b, out)
-            })
-            .expect("reading a slice");
-        (summary(&fast), summary(&slow))
+        let with = |pass: &dyn Fn(&[u8], &mut Vec<usize>)| {
+            summary(
+                &cat.scan_with(log, "x", LogKind::Previous, None, pass)
+                    .expect("reading a slice"),
+            )
+        };
+        [
+            with(&|b, out| cat.candidate_lines_walks::<WALKS>(b, out)),
+            with(&|b, out| cat.candidate_lines_nfa(b, out)),
+            with(&|b, out| exact.lines(b, out)),
+        ]
+    }
+
+    fn both_ways(log: &[u8]) -> (String, String) {
+        let [walks, nfa, exact] = three_ways(log);
+        assert_eq!(nfa, exact, "the NFA first pass differs from the exact one");
+        (walks, exact)
     }
 
     #[test]
