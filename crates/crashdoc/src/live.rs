@@ -55,24 +55,9 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-fn now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    format!("@{secs}")
-}
-
 /// Write a bundle to a folder, or a `.tar.gz` when the path ends so.
 pub fn save(path: &Path, pods: &[PodFiles], context: Option<&str>) -> anyhow::Result<()> {
-    let name = path.to_string_lossy();
-    if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-        bundle::write_tar_gz(path, pods, context, &now())
-            .with_context(|| format!("cannot write {}", path.display()))
-    } else {
-        bundle::write_dir(path, pods, context, &now())
-            .with_context(|| format!("cannot write {}", path.display()))
-    }
+    bundle::write(path, pods, context).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Resolve a target and collect its failing pods (or the pod itself).

@@ -304,6 +304,23 @@ pub fn write_dir(
     std::fs::write(root.join("manifest.json"), m)
 }
 
+/// Write a bundle to a folder, or a `.tar.gz` when the path ends so (or
+/// `.tgz`), stamped with the current time as `@SECONDS` (what `crashdoc
+/// capture` and `diagnose --save` write).
+pub fn write(path: &Path, pods: &[PodFiles], context: Option<&str>) -> std::io::Result<()> {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let created = format!("@{secs}");
+    let name = path.to_string_lossy();
+    if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        write_tar_gz(path, pods, context, &created)
+    } else {
+        write_dir(path, pods, context, &created)
+    }
+}
+
 /// Write a bundle as `.tar.gz`.
 pub fn write_tar_gz(
     path: &Path,
