@@ -2,6 +2,7 @@
 //! (offline) and crashdoc-kube (the API server).
 
 mod live;
+mod shell;
 mod watch;
 
 use anyhow::Context as _;
@@ -114,6 +115,17 @@ enum Command {
     Rules {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+    /// Print a shell completion script: `source <(crashdoc completions bash)`.
+    Completions {
+        #[arg(value_enum)]
+        shell: shell::Shell,
+    },
+    /// Print the crashdoc(1) man page, or write one page per command into --dir.
+    Man {
+        /// Write crashdoc.1, crashdoc-diagnose.1, ... into this folder.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -276,7 +288,8 @@ enum ColorChoice {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `kubectl crashdoc` runs this binary as kubectl-crashdoc (shell.rs).
+    let cli: Cli = shell::parse();
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -423,6 +436,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     crashdoc_core::render::knowledge::catalog_text(c, family.as_deref())
                 )?;
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            shell::completions::<Cli>(shell)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man { dir } => {
+            shell::man::<Cli>(dir)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Rules { format } => {
