@@ -1,0 +1,159 @@
+//! Every check's fixtures: the documented example must be flagged by the
+//! check, the near miss must not be.
+
+use crashdoc_lint::checks::ALL;
+use crashdoc_lint::{input::Input, lint};
+
+fn findings_of(id: &str, yaml: &str, opts: &crashdoc_lint::Options) -> Vec<String> {
+    let mut input = Input::default();
+    input
+        .read_bytes("fixture.yaml", yaml.as_bytes())
+        .unwrap_or_else(|e| panic!("{id}: fixture does not parse: {e}"));
+    assert!(!input.objects.is_empty(), "{id}: fixture has no object");
+    lint(&input, opts)
+        .findings
+        .into_iter()
+        .filter(|f| f.check.id == id)
+        .map(|f| format!("{}:{} {}", f.source.file, f.source.line, f.message))
+        .collect()
+}
+
+#[test]
+fn every_documented_example_is_flagged() {
+    let mut failed = Vec::new();
+    for c in ALL {
+        let f = findings_of(c.id, c.example, &c.fixture_options());
+        if f.is_empty() {
+            failed.push(c.id);
+        }
+    }
+    assert!(failed.is_empty(), "examples not flagged: {failed:?}");
+    println!("{} checks: every example flagged", ALL.len());
+}
+
+#[test]
+fn no_near_miss_is_flagged() {
+    let mut failed = Vec::new();
+    for c in ALL {
+        let f = findings_of(c.id, c.near_miss, &c.fixture_options());
+        if !f.is_empty() {
+            failed.push(format!("{}: {f:?}", c.id));
+        }
+    }
+    assert!(failed.is_empty(), "near misses flagged: {failed:#?}");
+}
+
+#[test]
+fn options_gate_the_checks_that_need_them() {
+    // Without the capacity, the digest policy or the older render, these
+    // checks say nothing even on their own example.
+    for id in [
+        "rollout/surge-exceeds-gpu-capacity",
+        "rollout/surge-exceeds-memory-capacity",
+        "image/no-digest",
+        "diff/removed-key-still-referenced",
+        "diff/image-changed",
+        "diff/probe-changed",
+        "diff/volume-removed",
+    ] {
+        let c = crashdoc_lint::check(id).unwrap();
+        let f = findings_of(id, c.example, &crashdoc_lint::Options::default());
+        assert!(f.is_empty(), "{id} ran without its option: {f:?}");
+    }
+}
+
+#[test]
+fn findings_cite_the_field_line() {
+    let c = crashdoc_lint::check("probe/liveness-without-startup").unwrap();
+    let mut input = Input::default();
+    input
+        .read_bytes("deploy.yaml", c.example.as_bytes())
+        .unwrap();
+    let r = lint(&input, &Default::default());
+    let f = r.findings.iter().find(|f| f.check.id == c.id).unwrap();
+    let line = c
+        .example
+        .lines()
+        .position(|l| l.contains("livenessProbe:"))
+        .unwrap()
+        + 1;
+    assert_eq!(f.source.line, line, "{:?}", f.source);
+    assert_eq!(
+        f.source.field,
+        "spec.template.spec.containers[0].livenessProbe"
+    );
+    assert!(
+        f.fix.contains("startupProbe:") && f.fix.contains("failureThreshold: "),
+        "{}",
+        f.fix
+    );
+}
+
+#[test]
+fn the_annotation_suppresses_only_the_named_checks() {
+    let c = crashdoc_lint::check("image/mutable-tag").unwrap();
+    let annotated = c.example.replace(
+        "  name: web\n",
+        "  name: web\n  annotations:\n    crashdoc.io/ignore: image/mutable-tag\n",
+    );
+    let mut input = Input::default();
+    input.read_bytes("a.yaml", annotated.as_bytes()).unwrap();
+    let r = lint(&input, &Default::default());
+    assert!(r.findings.iter().all(|f| f.check.id != c.id));
+    assert_eq!(r.suppressed, 1);
+    // Another check on the same object still reports.
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.check.id == "resources/no-memory")
+    );
+    let other = c.example.replace(
+        "  name: web\n",
+        "  name: web\n  annotations:\n    crashdoc.io/ignore: image/pull-policy-never\n",
+    );
+    let mut input = Input::default();
+    input.read_bytes("a.yaml", other.as_bytes()).unwrap();
+    assert!(
+        lint(&input, &Default::default())
+            .findings
+            .iter()
+            .any(|f| f.check.id == c.id)
+    );
+}
+
+#[test]
+fn the_config_file_suppresses_per_check_and_per_object() {
+    let c = crashdoc_lint::check("image/mutable-tag").unwrap();
+    let mut input = Input::default();
+    input.read_bytes("a.yaml", c.example.as_bytes()).unwrap();
+    let with = |cfg: &str| {
+        let o = crashdoc_lint::Options::default()
+            .with_config(crashdoc_lint::Config::parse(cfg).unwrap())
+            .unwrap();
+        lint(&input, &o).findings.iter().any(|f| f.check.id == c.id)
+    };
+    assert!(!with("ignore: [image/mutable-tag]\n"));
+    assert!(!with("ignore: [\"image/mutable-tag:Deployment/web\"]\n"));
+    assert!(with("ignore: [\"image/mutable-tag:Deployment/other\"]\n"));
+    assert!(with("ignore: []\n"));
+}
+
+#[test]
+fn secret_values_never_reach_any_output() {
+    let yaml = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  password: hunter2-very-secret\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n        image: x:latest\n        command: [\"sh\", \"-c\", \"curl -H 'Authorization: Bearer abcdefghijklmnop123456' http://x\"]\n        env:\n        - name: P\n          valueFrom:\n            secretKeyRef: {name: s, key: pasword}\n";
+    let mut input = Input::default();
+    input.read_bytes("s.yaml", yaml.as_bytes()).unwrap();
+    let r = lint(&input, &Default::default());
+    assert!(r.findings.iter().any(|f| f.check.id == "ref/missing-key"));
+    let all = format!(
+        "{}{}{}",
+        crashdoc_lint::output::text(&r),
+        crashdoc_lint::output::json(&r),
+        crashdoc_lint::output::sarif(&r, "0")
+    );
+    assert!(!all.contains("hunter2"), "a Secret value leaked");
+    assert!(
+        !all.contains("abcdefghijklmnop123456"),
+        "a token leaked: {all}"
+    );
+}
