@@ -98,9 +98,10 @@ VARIANTS=(
   "namespaced|watch.namespace=team-a"
   "namespaced+nonodes|watch.namespace=team-a,rbac.readNodes=false,rbac.readPodMetrics=false"
   "servicemonitor|metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.labels.release=kube-prometheus-stack"
+  "prometheusrule|metrics.prometheusRule.enabled=true,metrics.prometheusRule.labels.release=kube-prometheus-stack"
   "webhook|notifications.webhook.existingSecret=crashdoc-webhook,notifications.webhook.format=slack,notifications.webhook.notifyInterval=30m"
   "misc|metrics.listenAddress=::,image.digest=sha256:0000000000000000000000000000000000000000000000000000000000000000,watch.labelSelector=team=ml,watch.verbose=true,watch.extraArgs[0]=--capture-existing,emptyDir.sizeLimit="
-  "all|replicaCount=2,persistence.enabled=true,secretKeyChecks=true,metrics.serviceMonitor.enabled=true,notifications.webhook.existingSecret=crashdoc-webhook"
+  "all|replicaCount=2,persistence.enabled=true,secretKeyChecks=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.prometheusRule.labels.release=kube-prometheus-stack,notifications.webhook.existingSecret=crashdoc-webhook"
 )
 set_args() { [[ -n "$1" ]] && printf -- '--set\n%s\n' "$1"; }
 render() { # render NAME SETS RELEASE NAMESPACE -> file
@@ -143,6 +144,7 @@ refuse "webhook format teams" "format" --set notifications.webhook.format=teams
 refuse "ServiceMonitor without the Service" "needs metrics.service.enabled" \
   --set metrics.serviceMonitor.enabled=true --set metrics.service.enabled=false
 refuse "privileged metrics port 80" "port" --set metrics.port=80
+refuse "alert window 15minutes" "window" --set metrics.prometheusRule.window=15minutes
 
 # ------------------------------------------------------------------ 4
 step "plain manifests"
@@ -193,6 +195,11 @@ trap cleanup EXIT
 if ! "${K[@]}" get crd servicemonitors.monitoring.coreos.com >/dev/null 2>&1; then
   "${K[@]}" apply -f "$HERE/testdata/servicemonitor-crd.yaml" >/dev/null \
     && "${K[@]}" wait --for=condition=Established --timeout=60s crd/servicemonitors.monitoring.coreos.com >/dev/null
+fi
+# Likewise the PrometheusRule stand-in (testdata/prometheusrule-crd.yaml).
+if ! "${K[@]}" get crd prometheusrules.monitoring.coreos.com >/dev/null 2>&1; then
+  "${K[@]}" apply -f "$HERE/testdata/prometheusrule-crd.yaml" >/dev/null \
+    && "${K[@]}" wait --for=condition=Established --timeout=60s crd/prometheusrules.monitoring.coreos.com >/dev/null
 fi
 for ns in crashdoc-ha crashdoc-ns crashdoc-dry team-a; do
   "${K[@]}" create namespace "$ns" >/dev/null

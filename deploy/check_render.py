@@ -7,6 +7,7 @@ Prints one "ok"/"FAIL" line per check and exits 1 if any failed. VARIANT names
 the values used (see VARIANTS in check.sh); the checks are the promises the
 chart makes in values.yaml and deploy/README.md.
 """
+import json
 import sys
 
 import yaml
@@ -133,6 +134,15 @@ else:
     check("ClusterRole reads pods", grants(rules("ClusterRole"), "", "pods", "watch"))
 
 check("ServiceMonitor iff enabled", bool(kinds("ServiceMonitor")) == has("servicemonitor"))
+check("PrometheusRule iff enabled", bool(kinds("PrometheusRule")) == has("prometheusrule"))
+if has("prometheusrule"):
+    pr = kinds("PrometheusRule")[0]
+    alerts = [r for g in pr["spec"]["groups"] for r in g["rules"] if "alert" in r]
+    check("PrometheusRule: every alert has a runbook naming crashdoc history and crashdoc diagnose",
+          bool(alerts) and all("crashdoc history" in r["annotations"].get("runbook", "")
+                               and "crashdoc diagnose" in r["annotations"].get("runbook", "") for r in alerts))
+    check("PrometheusRule: no placeholder left", "__" not in json.dumps(pr["spec"]))
+    check("PrometheusRule: the ruleSelector label", pr["metadata"]["labels"].get("release") == "kube-prometheus-stack")
 if has("webhook"):
     ref = env.get("CRASHDOC_WEBHOOK_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
     check("CRASHDOC_WEBHOOK_URL from the Secret", ref.get("name") == "crashdoc-webhook" and ref.get("key") == "url")

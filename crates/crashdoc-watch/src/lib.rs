@@ -216,7 +216,7 @@ pub async fn run(
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
     if let Ok(s) = store.stats() {
-        metrics.history_captures.set(s.captures as i64);
+        metrics.history(&s, &cfg.retention);
     }
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
@@ -265,7 +265,7 @@ pub async fn run(
                     _ => {}
                 }
                 if let Ok(s) = store.stats() {
-                    metrics.history_captures.set(s.captures as i64);
+                    metrics.history(&s, &retention);
                 }
             }
         })
@@ -904,7 +904,12 @@ impl Shared {
                 self.metrics.history_captures.inc();
                 self.metrics.capture(kind_str(c.kind));
                 if let Some(cause) = &c.cause {
-                    self.metrics.diagnosis(cause);
+                    self.metrics.diagnosis(
+                        &c.namespace,
+                        c.owner_kind.as_deref().unwrap_or_default(),
+                        c.owner.as_deref().unwrap_or_default(),
+                        cause,
+                    );
                 }
                 log(&line(&c, id));
                 for w in &self.webhooks {

@@ -31,6 +31,9 @@ pub struct KindLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CauseLabels {
+    pub namespace: String,
+    pub owner_kind: String,
+    pub owner: String,
     pub cause: String,
 }
 
@@ -56,6 +59,9 @@ pub struct Metrics {
     pub last_event: Gauge<f64, AtomicU64>,
     pub capture_seconds: Histogram,
     pub history_captures: Gauge,
+    pub history_stored_bytes: Gauge,
+    pub history_max_captures: Gauge,
+    pub history_max_bytes: Gauge,
     pub history_pruned: Counter,
 }
 
@@ -82,6 +88,9 @@ impl Metrics {
             last_event: Gauge::default(),
             capture_seconds: Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]),
             history_captures: Gauge::default(),
+            history_stored_bytes: Gauge::default(),
+            history_max_captures: Gauge::default(),
+            history_max_bytes: Gauge::default(),
             history_pruned: Counter::default(),
             registry: Registry::default(),
         };
@@ -97,7 +106,7 @@ impl Metrics {
         );
         registry.register(
             "diagnoses",
-            "Captured terminations by the diagnosed cause (the first-ranked one)",
+            "Captured terminations by workload and diagnosed cause (the first-ranked one)",
             m.diagnoses.clone(),
         );
         registry.register(
@@ -151,6 +160,21 @@ impl Metrics {
             m.history_captures.clone(),
         );
         registry.register(
+            "history_stored_bytes",
+            "Bytes held in the history database (bundles plus records): what --max-bytes bounds",
+            m.history_stored_bytes.clone(),
+        );
+        registry.register(
+            "history_max_captures",
+            "The history's --max-captures retention limit (0: none)",
+            m.history_max_captures.clone(),
+        );
+        registry.register(
+            "history_max_bytes",
+            "The history's --max-bytes retention limit in bytes (0: none)",
+            m.history_max_bytes.clone(),
+        );
+        registry.register(
             "history_pruned",
             "Captures removed from the history by the retention limits",
             m.history_pruned.clone(),
@@ -166,6 +190,23 @@ impl Metrics {
         out
     }
 
+    /// The history's size and its retention limits (0 for a limit not set),
+    /// so that an alert can tell when the count or size limits, rather than
+    /// the age limit, start dropping old captures.
+    pub fn history(
+        &self,
+        stats: &crashdoc_history::Stats,
+        retention: &crashdoc_history::Retention,
+    ) {
+        let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.history_captures.set(clamp(stats.captures));
+        self.history_stored_bytes.set(clamp(stats.stored_bytes));
+        self.history_max_captures
+            .set(clamp(retention.max_captures.unwrap_or(0)));
+        self.history_max_bytes
+            .set(clamp(retention.max_bytes.unwrap_or(0)));
+    }
+
     /// Count a termination.
     pub fn restart(&self, l: RestartLabels, n: u64) {
         self.restarts.get_or_create(&l).inc_by(n);
@@ -177,9 +218,14 @@ impl Metrics {
             .inc();
     }
 
-    pub fn diagnosis(&self, cause: &str) {
+    /// Count a captured termination's diagnosed cause, by workload (the same
+    /// `namespace`, `owner_kind`, `owner` labels as the restarts).
+    pub fn diagnosis(&self, namespace: &str, owner_kind: &str, owner: &str, cause: &str) {
         self.diagnoses
             .get_or_create(&CauseLabels {
+                namespace: namespace.into(),
+                owner_kind: owner_kind.into(),
+                owner: owner.into(),
                 cause: cause.into(),
             })
             .inc();
@@ -212,7 +258,7 @@ mod tests {
         m.restart(l.clone(), 1);
         m.restart(l, 2);
         m.capture("full");
-        m.diagnosis("oom-killed");
+        m.diagnosis("shop", "Deployment", "web", "oom-killed");
         let text = m.encode();
         assert!(text.contains(
             "crashdoc_container_restarts_total{namespace=\"shop\",owner_kind=\"Deployment\",owner=\"web\",container=\"app\",reason=\"OOMKilled\",exit_code=\"137\"} 3"
@@ -221,8 +267,47 @@ mod tests {
             text.contains("crashdoc_captures_total{kind=\"full\"} 1"),
             "{text}"
         );
-        assert!(text.contains("crashdoc_diagnoses_total{cause=\"oom-killed\"} 1"));
+        assert!(
+            text.contains("crashdoc_diagnoses_total{namespace=\"shop\",owner_kind=\"Deployment\",owner=\"web\",cause=\"oom-killed\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("# TYPE crashdoc_leader gauge"));
         assert!(text.trim_end().ends_with("# EOF"));
+    }
+
+    #[test]
+    fn history_size_and_limits_are_exported() {
+        let m = Metrics::new();
+        let stats = crashdoc_history::Stats {
+            captures: 950,
+            stored_bytes: 3 << 20,
+            ..Default::default()
+        };
+        let limits = crashdoc_history::Retention {
+            max_age: None,
+            max_captures: Some(1000),
+            max_bytes: Some(1 << 30),
+        };
+        m.history(&stats, &limits);
+        let text = m.encode();
+        for line in [
+            "crashdoc_history_captures 950",
+            "crashdoc_history_stored_bytes 3145728",
+            "crashdoc_history_max_captures 1000",
+            "crashdoc_history_max_bytes 1073741824",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in {text}");
+        }
+        // A limit that is not set reads 0, not the previous value.
+        m.history(&stats, &crashdoc_history::Retention::default());
+        let text = m.encode();
+        assert!(
+            text.lines().any(|l| l == "crashdoc_history_max_captures 0"),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l == "crashdoc_history_max_bytes 0"),
+            "{text}"
+        );
     }
 }
