@@ -17,6 +17,13 @@
 //!    mid-line. A walk that reaches `MATCH` reports its line and resumes at
 //!    the next line start, so a long line full of keywords still costs one
 //!    pass.
+//!
+//!    The DFA is built on another thread once a log fills a whole block,
+//!    and until it is ready (and for small inputs, always) the first pass
+//!    is a leftmost search of the line automaton from each line start,
+//!    which reports the same lines. A block's sub-blocks are shared out to
+//!    up to `MAX_THREADS` threads: the first pass is a pure function of the
+//!    bytes, so the lines found do not depend on the thread count.
 //! 2. Only those lines are decoded and classified: the keywords found in
 //!    the line (all overlapping matches) name the signatures, whose regular
 //!    expressions are then checked.
@@ -38,7 +45,8 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Anchored, MatchKind};
 use regex::Regex;
 use serde::Serialize;
 use std::io::{self, Read};
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 /// What a matching line means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,11 +237,9 @@ const WALKS: usize = 4;
 /// size, so the list of candidates it hands over stays small.
 const SUB_BLOCK: usize = 1 << 20;
 
-/// The first pass uses `line_ac` (already built for `classify`) until this
-/// many bytes have been scanned, then builds the DFA: below it the DFA's
-/// construction (tens of milliseconds for some 2,400 keywords) costs more
-/// than it saves. Both passes report the same lines (a test compares them).
-const DFA_AFTER: usize = 8 << 20;
+/// Threads for the first pass over one block (its sub-blocks are shared
+/// out); at most this many, and no more than the machine has.
+const MAX_THREADS: usize = 4;
 
 /// The compiled set of every signature.
 pub struct Catalog {
@@ -242,13 +248,14 @@ pub struct Catalog {
     /// selects the entry (most entries are never needed by one log).
     regexes: Vec<std::sync::OnceLock<Option<Regex>>>,
     /// Every keyword, lowercase, in automaton pattern order.
-    keywords: Vec<String>,
+    keywords: Arc<Vec<String>>,
     /// Every keyword: reaching its match state means that a keyword ends
-    /// at the byte just read. Built the first time the bytes scanned pass
-    /// `DFA_AFTER` (building it costs more than scanning a small input).
-    dfa: std::sync::OnceLock<LineDfa>,
-    /// Bytes given to the first pass so far, by this catalog.
-    scanned: std::sync::atomic::AtomicUsize,
+    /// at the byte just read. Built on another thread once a log fills a
+    /// whole block (building it costs more than scanning a small input);
+    /// until it is ready the first pass searches with `line_ac`.
+    dfa: Arc<OnceLock<LineDfa>>,
+    /// Whether that build has been started.
+    dfa_started: AtomicBool,
     /// Automaton pattern index -> signatures using that keyword.
     by_pattern: Vec<Vec<usize>>,
     /// Finds keywords inside one line (all overlapping matches).
@@ -402,6 +409,84 @@ fn set_row(row_of: &mut Vec<u32>, sid: StateID, row: u32) {
     row_of[i] = row;
 }
 
+/// A first pass: appends the start offset of each line of a block that
+/// holds a keyword, in order.
+type FirstPass<'a> = dyn Fn(&[u8], &mut Vec<usize>) + Sync + 'a;
+
+/// The first pass over a block, a sub-block (`SUB_BLOCK`, cut after a
+/// newline) at a time, the sub-blocks shared out to up to `MAX_THREADS`
+/// threads in contiguous runs; appends block offsets to `out`, in order.
+/// The first pass is a pure function of its bytes, so the lines are the
+/// same however many threads ran it.
+fn first_pass_parallel(block: &[u8], pass: &FirstPass<'_>, out: &mut Vec<usize>) {
+    let mut subs: Vec<(usize, usize)> = Vec::new();
+    let mut sub = 0usize;
+    while sub < block.len() {
+        let at = sub + SUB_BLOCK;
+        let end = if at >= block.len() {
+            block.len()
+        } else {
+            memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i + 1)
+        };
+        subs.push((sub, end));
+        sub = end;
+    }
+    let run = |subs: &[(usize, usize)], out: &mut Vec<usize>| {
+        for &(from, to) in subs {
+            let first = out.len();
+            pass(&block[from..to], out);
+            for o in &mut out[first..] {
+                *o += from;
+            }
+        }
+    };
+    let threads = threads().min(subs.len());
+    if threads <= 1 {
+        run(&subs, out);
+        return;
+    }
+    let per = subs.len().div_ceil(threads);
+    let parts: Vec<Vec<usize>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = subs
+            .chunks(per)
+            .skip(1)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    let mut v = Vec::new();
+                    run(chunk, &mut v);
+                    v
+                })
+            })
+            .collect();
+        // This thread takes the first run itself.
+        let mut mine = Vec::new();
+        run(&subs[..per.min(subs.len())], &mut mine);
+        let mut parts = vec![mine];
+        for h in handles {
+            match h.join() {
+                Ok(v) => parts.push(v),
+                // A panicking first pass is a bug; do not lose the lines.
+                Err(p) => std::panic::resume_unwind(p),
+            }
+        }
+        parts
+    });
+    for p in parts {
+        out.extend(p);
+    }
+}
+
+/// Threads the first pass may use: the machine's parallelism, at most
+/// `MAX_THREADS`.
+fn threads() -> usize {
+    static N: LazyLock<usize> = LazyLock::new(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
+    });
+    *N
+}
+
 impl Catalog {
     /// Build the catalog from signatures. Panics only on a malformed static
     /// signature, which the test suite catches.
@@ -429,7 +514,7 @@ impl Catalog {
                 }
             }
         }
-        let regexes = sigs.iter().map(|_| std::sync::OnceLock::new()).collect();
+        let regexes = sigs.iter().map(|_| OnceLock::new()).collect();
         let line_ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .build(&keywords)
@@ -437,9 +522,9 @@ impl Catalog {
         Catalog {
             sigs,
             regexes,
-            keywords,
-            dfa: std::sync::OnceLock::new(),
-            scanned: std::sync::atomic::AtomicUsize::new(0),
+            keywords: Arc::new(keywords),
+            dfa: Arc::new(OnceLock::new()),
+            dfa_started: AtomicBool::new(false),
             by_pattern,
             line_ac,
         }
@@ -515,7 +600,7 @@ impl Catalog {
         file: &str,
         kind: LogKind,
         container: Option<String>,
-        candidates: &dyn Fn(&[u8], &mut Vec<usize>),
+        candidates: &FirstPass<'_>,
     ) -> io::Result<LogScan> {
         let mut st = ScanState::new(file, kind, container);
         // Read straight into the buffer, after the unfinished line that the
@@ -529,6 +614,10 @@ impl Catalog {
             let n = read_full(&mut reader, &mut buf[filled..filled + BLOCK])?;
             if n == 0 {
                 break;
+            }
+            if n == BLOCK {
+                // A large log: worth the DFA.
+                self.prepare_dfa();
             }
             filled += n;
             // Process every complete line; keep the unfinished last line.
@@ -574,16 +663,35 @@ impl Catalog {
     /// (a keyword never spans lines, and a newline always leads back to the
     /// start state), so a long line costs one pass.
     ///
-    /// Until `DFA_AFTER` bytes have been scanned, the first pass is a plain
+    /// Until the DFA is built (see `prepare_dfa`), the first pass is a plain
     /// leftmost search of `line_ac` from each line start instead, which
-    /// needs no DFA (see `candidate_lines_nfa`).
+    /// reports the same lines (see `candidate_lines_nfa`).
     pub fn candidate_lines(&self, block: &[u8], out: &mut Vec<usize>) {
-        use std::sync::atomic::Ordering;
-        let before = self.scanned.fetch_add(block.len(), Ordering::Relaxed);
-        if self.dfa.get().is_some() || before.saturating_add(block.len()) > DFA_AFTER {
+        if self.dfa.get().is_some() {
             self.candidate_lines_walks::<WALKS>(block, out);
         } else {
             self.candidate_lines_nfa(block, out);
+        }
+    }
+
+    /// Start building the DFA on another thread, once: the first pass uses
+    /// it as soon as it is ready. `scan` calls this when a log fills a
+    /// whole block; small inputs never pay for the DFA.
+    pub fn prepare_dfa(&self) {
+        if self.dfa.get().is_some() || self.dfa_started.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let (dfa, keywords) = (Arc::clone(&self.dfa), Arc::clone(&self.keywords));
+        let build = move || {
+            dfa.get_or_init(|| LineDfa::new(&keywords));
+        };
+        if std::thread::Builder::new()
+            .name("crashdoc-dfa".into())
+            .spawn(build.clone())
+            .is_err()
+        {
+            // No thread to be had: build it here.
+            build();
         }
     }
 
@@ -695,12 +803,7 @@ impl Catalog {
         memchr::memchr(b'\n', &block[last..seg_end]).map_or(seg_end, |i| last + i + 1)
     }
 
-    fn scan_block(
-        &self,
-        block: &[u8],
-        st: &mut ScanState,
-        candidates: &dyn Fn(&[u8], &mut Vec<usize>),
-    ) {
+    fn scan_block(&self, block: &[u8], st: &mut ScanState, candidates: &FirstPass<'_>) {
         st.bytes += block.len() as u64;
         let first_line = st.lines + 1;
 
@@ -723,27 +826,16 @@ impl Catalog {
         let mut counted_to = 0usize;
         let mut line_no = first_line;
         let mut lines = std::mem::take(&mut st.candidates);
-        let mut sub = 0usize;
-        while sub < block.len() {
-            let at = sub + SUB_BLOCK;
-            let sub_end = if at >= block.len() {
-                block.len()
-            } else {
-                memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |i| at + i + 1)
-            };
-            lines.clear();
-            candidates(&block[sub..sub_end], &mut lines);
-            for &offset in &lines {
-                let start = sub + offset;
-                let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
-                line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
-                counted_to = start;
-                let line = st.make_line(line_no, &block[start..end]);
-                for sig in self.classify(&line.text) {
-                    st.record(sig, line.clone());
-                }
+        lines.clear();
+        first_pass_parallel(block, candidates, &mut lines);
+        for &start in &lines {
+            let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
+            line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
+            counted_to = start;
+            let line = st.make_line(line_no, &block[start..end]);
+            for sig in self.classify(&line.text) {
+                st.record(sig, line.clone());
             }
-            sub = sub_end;
         }
         lines.clear();
         st.candidates = lines;
@@ -1284,7 +1376,7 @@ mod tests {
     fn three_ways(log: &[u8]) -> [String; 3] {
         let cat = Catalog::global();
         let exact = Exact::new();
-        let with = |pass: &dyn Fn(&[u8], &mut Vec<usize>)| {
+        let with = |pass: &FirstPass<'_>| {
             summary(
                 &cat.scan_with(log, "x", LogKind::Previous, None, pass)
                     .expect("reading a slice"),

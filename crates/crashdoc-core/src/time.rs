@@ -65,3 +65,51 @@ mod tests {
         assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
     }
 }
+
+/// A duration as the command line takes it: `90s`, `5m`, `1h`, `14d`, or
+/// plain seconds (`--stable`, `--since`, `--retention`; the MCP server's
+/// `since`).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("`{s}` is not a duration like 90s, 5m, 1h or 14d");
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "" | "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    }
+    .ok_or_else(bad)?;
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod duration_tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_in_every_unit() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("14d"), Ok(Duration::from_secs(14 * 86_400)));
+    }
+
+    #[test]
+    fn near_misses_are_refused() {
+        for s in [
+            "",
+            "5 m",
+            "5min",
+            "h",
+            "-5m",
+            "1.5h",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_duration(s).is_err(), "{s}");
+        }
+    }
+}

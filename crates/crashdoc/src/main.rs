@@ -2,6 +2,7 @@
 //! (offline) and crashdoc-kube (the API server).
 
 mod live;
+mod mcp;
 mod shell;
 mod watch;
 
@@ -116,6 +117,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Serve the commands as MCP tools for assistants (stdio; streamable HTTP with --http ADDR).
+    #[command(long_about = mcp::MCP_HELP)]
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script: `source <(crashdoc completions bash)`.
     Completions {
         #[arg(value_enum)]
@@ -244,18 +248,7 @@ Fit for a CI/CD step:
   kubectl apply -f deploy.yaml && crashdoc verify deploy/vllm -n llm --stable 5m --timeout 15m";
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a duration like 90s, 5m, 1h or 14d"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86_400,
-        _ => return Err(format!("`{s}` is not a duration like 90s, 5m, 1h or 14d")),
-    };
-    Ok(std::time::Duration::from_secs(secs))
+    crashdoc_core::time::parse_duration(s)
 }
 
 #[derive(clap::Args)]
@@ -318,14 +311,10 @@ fn report_error(e: &anyhow::Error) {
         return;
     }
     let hint = e.chain().find_map(|c| {
-        let c = c.downcast_ref::<ingest::InputError>()?;
-        Some(match c {
-            ingest::InputError::NothingUsable { .. } => "name the files as kubectl outputs (see `crashdoc analyze --help`), or pipe a paste into `crashdoc analyze -`",
-            ingest::InputError::Empty => "pipe kubectl output into it, e.g. `kubectl describe pod POD | crashdoc analyze -`",
-            ingest::InputError::Binary => "crashdoc reads kubectl's text, YAML or JSON output; for a bundle pass the .tar.gz path itself",
-            ingest::InputError::Io { .. } => "check the path exists and is readable",
-            ingest::InputError::BadBundle(..) => "re-create the bundle with `crashdoc capture`, or analyse its pod folders directly",
-        })
+        if let Some(m) = c.downcast_ref::<crashdoc_mcp::ServeError>() {
+            return m.hint();
+        }
+        Some(c.downcast_ref::<ingest::InputError>()?.hint().to_string())
     });
     if let Some(h) = hint {
         let _ = writeln!(err, "{} {h}", owo_colors::OwoColorize::cyan(&"hint:"));
@@ -444,6 +433,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Man { dir } => {
             shell::man::<Cli>(dir)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mcp(a) => {
+            mcp::mcp(a)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Rules { format } => {

@@ -70,6 +70,28 @@ pub enum InputError {
     BadBundle(PathBuf, String),
 }
 
+impl InputError {
+    /// The `hint:` line that tells the user what to do next (the CLI prints
+    /// it after the error; the MCP server puts it in the tool's error result).
+    pub fn hint(&self) -> &'static str {
+        match self {
+            InputError::NothingUsable { .. } => {
+                "name the files as kubectl outputs (see `crashdoc analyze --help`), or pipe a paste into `crashdoc analyze -`"
+            }
+            InputError::Empty => {
+                "pipe kubectl output into it, e.g. `kubectl describe pod POD | crashdoc analyze -`"
+            }
+            InputError::Binary => {
+                "crashdoc reads kubectl's text, YAML or JSON output; for a bundle pass the .tar.gz path itself"
+            }
+            InputError::Io { .. } => "check the path exists and is readable",
+            InputError::BadBundle(..) => {
+                "re-create the bundle with `crashdoc capture`, or analyse its pod folders directly"
+            }
+        }
+    }
+}
+
 /// Evidence for one or more pods, and what the reader noticed.
 #[derive(Debug, Default)]
 pub struct Evidence {
