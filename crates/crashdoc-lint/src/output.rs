@@ -185,9 +185,8 @@ pub fn explain(c: &Check) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} — {} (lint check, {}; leads to {}: {})\n",
+        "{} — lint check, {}; leads to {}: {}\n",
         c.id,
-        c.what,
         c.severity.word(),
         c.cause.id(),
         c.cause.title()

@@ -1,6 +1,7 @@
 //! The crashdoc command line. Thin by design: the work is in crashdoc-core
 //! (offline) and crashdoc-kube (the API server).
 
+mod lint;
 mod live;
 mod mcp;
 mod shell;
@@ -94,9 +95,12 @@ enum Command {
     /// Show the restarts `watch` recorded for a pod or workload, and export any capture as a bundle.
     #[command(long_about = HISTORY_HELP)]
     History(watch::HistoryArgs),
+    /// Find the crash loops a manifest will cause, before it ships: files, folders, `helm template ... | crashdoc lint -`.
+    #[command(long_about = lint::LINT_HELP)]
+    Lint(lint::LintArgs),
     /// Print the documentation of a cause's rule: what, why, evidence, example, fix, false positives.
     Explain {
-        /// A cause id, e.g. oom-killed (see `crashdoc rules`).
+        /// A cause id, e.g. oom-killed (see `crashdoc rules`), or a lint check id (see `crashdoc lint --list`).
         cause: String,
     },
     /// List the knowledge catalog: every message crashdoc recognises, the
@@ -399,12 +403,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             watch::history(a)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Lint(a) => lint::lint(a),
         Command::Explain { cause } => {
+            if let Some(t) = lint::explain(&cause) {
+                write!(anstream::stdout(), "{t}")?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let c: Cause = cause.parse()?;
             write!(
                 anstream::stdout(),
-                "{}",
-                crashdoc_core::render::knowledge::explain(c)
+                "{}{}",
+                crashdoc_core::render::knowledge::explain(c),
+                lint::preventing(c)
             )?;
             Ok(ExitCode::SUCCESS)
         }

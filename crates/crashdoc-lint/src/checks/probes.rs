@@ -60,7 +60,7 @@ pub static LIVENESS_WITHOUT_STARTUP: Check = Check {
     what: "A model server (vLLM, TGI, Triton, SGLang, Ollama, llama.cpp, NIM, ...) has a liveness probe, no startupProbe, and a liveness budget (initialDelaySeconds + periodSeconds x failureThreshold) under 10 minutes.",
     why: "A model server answers its health endpoint only once the weights are loaded, which takes minutes (tens of GiB read, then copied to the GPU). The liveness probe fails during the whole load and the kubelet kills the container before it is up, on every start: CrashLoopBackOff with exit 137 or 143 and `Liveness probe failed` events. A startupProbe holds the liveness probe off until the server has started once.",
     fix: "Add a startupProbe on the same endpoint whose budget covers the load: 10 s per GiB of weights (about 100 MB/s from a volume or the hub), at least 10 minutes. Keep the liveness probe for the running server.",
-    source: "Kubernetes docs, Configure Liveness, Readiness and Startup Probes (startupProbe disables the other probes until it succeeds; defaults periodSeconds 10, failureThreshold 3); model servers recognised as in crashdoc-core rules::gpu::model_server; weights estimated by rules::gpu::weights_size (parameters x bytes per dtype), the knowledge the oom-killed rule uses.",
+    source: "Kubernetes docs, Configure Liveness, Readiness and Startup Probes (startupProbe disables the other probes until it succeeds; defaults periodSeconds 10, failureThreshold 3); model servers recognised as in crashdoc-core rules::facts::model_server; weights estimated by rules::facts::weights_size (parameters x bytes per dtype), the knowledge the oom-killed rule uses.",
     example: r#"apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -384,7 +384,7 @@ pub static UNKNOWN_PORT_NAME: Check = Check {
     what: "A liveness or startup probe names a port (`port: http`) that no containerPort of the container is named.",
     why: "The API server accepts any valid port name; the kubelet resolves it against the container's ports when it probes, finds none, and the probe fails every time. A failing liveness or startup probe kills the container: it crash-loops although the server is fine.",
     fix: "Name the containerPort as the probe does, or give the probe the port number.",
-    source: "Kubernetes source pkg/probe/util.go ResolveContainerPort (a named port is looked up in container.Ports by Name, else `couldn't find port`); API validation (pkg/apis/core/validation) only checks the name's syntax.",
+    source: "Kubernetes source: the kubelet's named-port lookup (ResolveContainerPort: container.Ports searched by Name, else `couldn't find port: %v in %v`); API validation (pkg/apis/core/validation) only checks the name's syntax (IANA_SVC_NAME).",
     example: r#"apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -544,7 +544,7 @@ pub static SHORT_TIMEOUT_HEAVY: Check = Check {
     what: "A liveness probe keeps timeoutSeconds at 1 (the default) on a heavy server: a model server or a JVM.",
     why: "A model server busy with a batch (Python's event loop held by tokenisation or scheduling) or a JVM in a garbage-collection pause answers its health endpoint late; with a 1-second timeout, three slow answers in a row kill a healthy, loaded server, and it then pays its whole start again.",
     fix: "Raise timeoutSeconds to 5 or more and failureThreshold to 3 or more.",
-    source: "Kubernetes probes documentation (timeoutSeconds defaults to 1); model servers as recognised by crashdoc-core rules::gpu::model_server, the same fix the probe-kill rule gives.",
+    source: "Kubernetes probes documentation (timeoutSeconds defaults to 1); model servers as recognised by crashdoc-core rules::facts::model_server, the same fix the probe-kill rule gives.",
     example: r#"apiVersion: apps/v1
 kind: Deployment
 metadata:
