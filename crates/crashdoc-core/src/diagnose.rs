@@ -68,7 +68,7 @@ pub struct PodReport {
 pub struct RunTimeline {
     pub log: String,
     pub run: LogKind,
-    pub stages: Vec<rules::gpu::StageMark>,
+    pub stages: Vec<rules::facts::StageMark>,
     /// The stage the run was in when its log ends.
     pub last_stage: Option<String>,
 }
@@ -212,7 +212,7 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
         .logs
         .iter()
         .filter_map(|l| {
-            let stages = rules::gpu::timeline(l);
+            let stages = rules::facts::timeline(l);
             (stages.len() >= 2).then(|| RunTimeline {
                 log: l.file.clone(),
                 run: l.kind,

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! - `top`: the cause of the first diagnosis (required);
-//! - `server`: what `rules::gpu::model_server` must recognise for the pod;
+//! - `server`: what `rules::facts::model_server` must recognise for the pod;
 //! - `summary_contains`: case-insensitive substrings of the first
 //!   diagnosis' summary; `fix_contains`: each must be in at least one of its
 //!   fix lines; `evidence_contains`: each in at least one cited text;
@@ -200,7 +200,7 @@ fn run_case(dir: &Path, exp: &Expected) -> Outcome {
         return out;
     };
     if let Some(want) = &exp.server {
-        let got = crashdoc_core::rules::gpu::model_server(pod);
+        let got = crashdoc_core::rules::facts::model_server(pod);
         if got != Some(want.as_str()) {
             out.rule
                 .push(format!("expected server {want:?}, recognised {got:?}"));

@@ -1,6 +1,6 @@
 //! What the checks read from an object: its pod template, containers,
 //! quantities; and the model-server knowledge shared with the diagnosis
-//! (crashdoc-core's `rules::gpu::model_server` and `weights_size`).
+//! (crashdoc-core's `rules::facts::model_server` and `weights_size`).
 
 use crate::input::Object;
 use crate::locate::Path;
@@ -170,13 +170,13 @@ pub fn gib(bytes: f64) -> String {
 
 /// The model server a container runs, as the diagnosis recognises it.
 pub fn model_server(c: &ContainerRef) -> Option<&'static str> {
-    crashdoc_core::rules::gpu::model_server(&core_pod(c))
+    crashdoc_core::rules::facts::model_server(&core_pod(c))
 }
 
 /// The size of the container's model weights, estimated from the model id's
 /// parameter count and dtype, as the OOM rule does.
 pub fn weights_size(c: &ContainerRef) -> Option<(u64, String)> {
-    crashdoc_core::rules::gpu::weights_size(&core_pod(c))
+    crashdoc_core::rules::facts::weights_size(&core_pod(c))
 }
 
 fn core_pod(c: &ContainerRef) -> crashdoc_core::model::Pod {

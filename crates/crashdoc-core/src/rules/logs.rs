@@ -25,7 +25,7 @@ pub static MISSING_FILE: Rule = Rule {
 
 fn check_missing_file(cx: &Context) -> Vec<Finding> {
     let Some(mut f) = cx.from_logs(Cause::MissingFile, |s| {
-        let paths = crate::rules::placement::paths_in(&s.hit.line.text);
+        let paths = crate::rules::facts::paths_in(&s.hit.line.text);
         match paths.first() {
             Some(p) => format!("{p} does not exist in the container: {}", s.hit.sig.meaning),
             None => format!(
@@ -41,7 +41,7 @@ fn check_missing_file(cx: &Context) -> Vec<Finding> {
         .first()
         .map(|e| e.text.clone())
         .unwrap_or_default();
-    let paths = crate::rules::placement::paths_in(&line);
+    let paths = crate::rules::facts::paths_in(&line);
     let mounts: Vec<&crate::model::Mount> = cx
         .pod
         .containers

@@ -6,6 +6,7 @@
 
 pub mod candidates;
 mod config;
+pub mod facts;
 pub mod gpu;
 pub mod logs;
 mod placement;

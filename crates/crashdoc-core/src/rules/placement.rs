@@ -1,6 +1,7 @@
 //! Where the pod runs and what it runs on: images, scheduling, eviction,
 //! volumes, disks and the security context.
 
+use super::facts::paths_in;
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
@@ -146,16 +147,6 @@ pub static VOLUME: Rule = Rule {
     check: check_volume,
 };
 
-/// Paths in a line (`/mnt/models/cache`).
-pub fn paths_in(line: &str) -> Vec<&str> {
-    line.split(|c: char| {
-        c.is_whitespace() || matches!(c, '\'' | '"' | '(' | ')' | ',' | '`' | '[' | ']')
-    })
-    .map(|w| w.trim_end_matches([':', '.', ';']))
-    .filter(|w| w.starts_with('/') && w.len() > 1)
-    .collect()
-}
-
 fn check_volume(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in cx.events_with(|e| {
@@ -190,7 +181,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
     start_msgs.extend(cx.state_messages());
     if let Some((m, cite)) = start_msgs
         .iter()
-        .find(|(m, _)| crate::rules::status::is_mount_error(m))
+        .find(|(m, _)| crate::rules::facts::is_mount_error(m))
     {
         let onto_file = m.contains("not a directory") || m.contains("directory onto a file");
         let target = m
@@ -477,7 +468,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
                     .iter()
                     .any(|s| s.cite().reference == e.cite.reference)
             })
-            .and_then(crate::rules::status::container_in_event);
+            .and_then(crate::rules::facts::container_in_event);
         f = f.container(from_event.as_deref().or_else(|| {
             init.then(|| {
                 cx.pod

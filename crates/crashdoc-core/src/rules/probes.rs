@@ -1,6 +1,7 @@
 //! Probe kills: liveness and startup probes that kill a container which was
 //! still starting or briefly busy.
 
+use super::facts::{probe_events, run_matches_liveness};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
@@ -38,55 +39,6 @@ pub static PROBE_KILL: Rule = Rule {
     check: check_probe_kill,
 };
 
-fn probe_events<'a>(cx: &Context<'a>) -> (Vec<&'a Event>, Vec<&'a Event>, Vec<&'a Event>) {
-    let unhealthy = cx.events_with(|e| {
-        e.reason == "Unhealthy"
-            && (e.message.contains("Liveness probe") || e.message.contains("Startup probe"))
-    });
-    let killing = cx.events_with(|e| {
-        (e.reason == "Killing" || e.reason == "Unhealthy")
-            && (e.message.contains("failed liveness probe")
-                || e.message.contains("failed startup probe")
-                || e.message.contains("failed liveness")
-                || e.message.contains("failed startup"))
-    });
-    let cut = cx.events_with(|e| e.reason == "Unhealthy" && e.message.trim().is_empty());
-    (unhealthy, killing, cut)
-}
-
-/// Seconds the last run lasted, when that matches the window in which a
-/// liveness probe that never passes kills the container.
-pub fn run_matches_liveness(c: &Container) -> Option<(i64, &Probe)> {
-    let p = c.probe(ProbeKind::Liveness)?;
-    let t = c.last_termination()?;
-    if t.reason_is("OOMKilled") || !matches!(t.exit(), Some(0) | Some(137) | Some(143) | None) {
-        return None;
-    }
-    let run = t.run_seconds()?;
-    let first_kill = (p.initial_delay + p.failure.saturating_sub(1) * p.period) as i64;
-    let last_kill = (p.budget() + p.period + 30) as i64;
-    (run >= first_kill && run <= last_kill).then_some((run, p))
-}
-
-/// Why a probe, rather than the program, may have stopped this container.
-pub fn probe_stopped(cx: &Context, c: &Container) -> Option<String> {
-    let (unhealthy, killing, cut) = probe_events(cx);
-    if !unhealthy.is_empty() || !killing.is_empty() {
-        return Some("liveness/startup probe failures are in the events".into());
-    }
-    if !cut.is_empty() && c.probe(ProbeKind::Liveness).is_some() {
-        return Some(
-            "Unhealthy events are in the events and the container has a liveness probe".into(),
-        );
-    }
-    run_matches_liveness(c).map(|(run, _)| {
-        format!(
-            "the run lasted {}, the time a failing liveness probe takes to kill it",
-            human_duration(run)
-        )
-    })
-}
-
 /// What a probe failure message says about the cause.
 fn explain_probe_message(msg: &str) -> Option<&'static str> {
     let m = msg.to_ascii_lowercase();
@@ -122,7 +74,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
                 .find_map(|c| c.probe(ProbeKind::Liveness))
         });
     let startup = focus.and_then(|c| c.probe(ProbeKind::Startup));
-    let measured = crate::rules::gpu::startup_seconds(cx);
+    let measured = crate::rules::facts::startup_seconds(cx);
 
     let mut f = if !unhealthy.is_empty() || !killing.is_empty() {
         let score = if !killing.is_empty() {
@@ -217,7 +169,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
                 super::who(name),
                 if exit143 { " (exit 143)" } else { "" }
             );
-            if let Some(server) = crate::rules::gpu::model_server(cx.pod) {
+            if let Some(server) = crate::rules::facts::model_server(cx.pod) {
                 s.push_str(&format!("; {server} is slow to start and is typically killed by its probe while still loading"));
             }
             f.score = score;
@@ -271,7 +223,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         if p.failure <= 1 {
             f = f.fix("raise the liveness failureThreshold from 1 to 3: a single failed probe restarts the container");
         }
-        if p.handler.contains("health") && crate::rules::gpu::model_server(cx.pod).is_some() {
+        if p.handler.contains("health") && crate::rules::facts::model_server(cx.pod).is_some() {
             f = f.why("for a model server, a liveness endpoint that only answers once the model is loaded fails during the whole load; the startupProbe covers that window");
         }
     }
@@ -293,7 +245,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
 
 fn container_of_events(a: &[&Event], b: &[&Event]) -> Option<String> {
     for e in b.iter().chain(a.iter()) {
-        if let Some(c) = crate::rules::status::container_in_event(e) {
+        if let Some(c) = crate::rules::facts::container_in_event(e) {
             return Some(c);
         }
         if let Some(rest) = e.message.strip_prefix("Container ")

@@ -1,5 +1,6 @@
 //! Rules that read the container's termination: reason, exit code, signal.
 
+use super::facts::{container_in_event, is_mount_error};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
@@ -71,8 +72,8 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     f = f.cite(&l.cite);
                     if let Some(b) = parse_bytes(&l.value) {
                         // 1.5x the limit, or the weights plus room for the server when that is more.
-                        let weights = crate::rules::gpu::model_server(cx.pod)
-                            .and_then(|_| crate::rules::gpu::weights_size(cx.pod))
+                        let weights = crate::rules::facts::model_server(cx.pod)
+                            .and_then(|_| crate::rules::facts::weights_size(cx.pod))
                             .map(|(w, _)| w + (4u64 << 30));
                         let target = (b + b / 2).max(weights.unwrap_or(0));
                         let suggested = format_bytes_quantity(target);
@@ -114,13 +115,13 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     ));
                 }
             }
-            if let Some(server) = crate::rules::gpu::model_server(cx.pod) {
+            if let Some(server) = crate::rules::facts::model_server(cx.pod) {
                 summary.push_str(&format!("; {server} loads the model weights into host memory before the GPU: the limit must hold them"));
-                if let Some((bytes, how)) = crate::rules::gpu::weights_size(cx.pod) {
+                if let Some((bytes, how)) = crate::rules::facts::weights_size(cx.pod) {
                     let gib = bytes as f64 / (1u64 << 30) as f64;
                     summary.push_str(&format!(" (the weights are about {gib:.1} GiB, {how})"));
                 }
-                if let Some((stage, _)) = crate::rules::gpu::death_stage(cx.pod) {
+                if let Some((stage, _)) = crate::rules::facts::death_stage(cx.pod) {
                     summary.push_str(&format!("; its log ends while {}", stage.describe()));
                 }
                 f = f.fix("for a model server, the memory limit must cover the weights being read (safetensors are mapped into host memory) plus the server: size it from the model's size on disk plus a few GiB");
@@ -255,7 +256,7 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
         }
         let name = cx.container_or_focus(Some(c));
         let looping = cx.pod.is_restarting();
-        let probe = crate::rules::probes::probe_stopped(cx, c);
+        let probe = crate::rules::facts::probe_stopped(cx, c);
         let mut summary = format!("{} exits 0 (Completed) and {how}", super::who(name));
         if !c.command.is_empty() || !c.args.is_empty() {
             let cmd = [c.command.clone(), c.args.clone()].concat().join(" ");
@@ -463,31 +464,6 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         out.push(f);
     }
     out
-}
-
-/// A runtime start error that is about mounting a volume, not the entrypoint.
-pub fn is_mount_error(msg: &str) -> bool {
-    msg.contains("error mounting")
-        || msg.contains("mount src=")
-        || (msg.contains("mount") && msg.contains("not a directory"))
-}
-
-/// `spec.containers{name}` or `"name":` in an event message.
-pub fn container_in_event(e: &Event) -> Option<String> {
-    let m = &e.message;
-    if let Some(i) = m.find("containers{") {
-        let rest = &m[i + 11..];
-        return rest.split('}').next().map(str::to_string);
-    }
-    if let Some(rest) = m.strip_prefix('"') {
-        return rest.split('"').next().map(str::to_string);
-    }
-    if let Some(o) = &e.object
-        && let Some(i) = o.find("containers{")
-    {
-        return o[i + 11..].split('}').next().map(str::to_string);
-    }
-    None
 }
 
 pub static NATIVE_CRASH: Rule = Rule {

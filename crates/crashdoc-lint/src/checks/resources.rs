@@ -73,7 +73,7 @@ pub static MODEL_MEMORY: Check = Check {
     what: "A model server's memory limit is smaller than its model's weights, estimated from the model id's parameter count and dtype.",
     why: "Model servers read the weights through host memory before the GPU (safetensors are mapped into the page cache and copied), so the container's memory cgroup must hold them: below that the kernel OOM-kills the server during the load, on every start (OOMKilled, exit 137).",
     fix: "Set the memory limit (and request) to the weights plus 4 GiB for the server, as the oom-killed rule's fix does.",
-    source: "crashdoc-core rules::gpu::weights_size (parameters x bytes per dtype: 2 for bf16/fp16, 1 for int8/fp8, 0.5 for AWQ/GPTQ/int4) and the oom-killed rule's sizing (weights + 4 GiB).",
+    source: "crashdoc-core rules::facts::weights_size (parameters x bytes per dtype: 2 for bf16/fp16, 1 for int8/fp8, 0.5 for AWQ/GPTQ/int4) and the oom-killed rule's sizing (weights + 4 GiB).",
     example: r#"apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -338,7 +338,7 @@ pub static MODEL_CACHE_EMPTYDIR: Check = Check {
     what: "A model server keeps its model cache on an emptyDir without a sizeLimit and the container sets no ephemeral-storage limit.",
     why: "The weights (tens to hundreds of GiB) land on the node's disk, unaccounted: the node reaches DiskPressure and the kubelet evicts pods, this one included, and the next node downloads them again. With a sizeLimit and an ephemeral-storage request the scheduler places the pod where the space is.",
     fix: "Give the emptyDir a sizeLimit above the weights and request that much ephemeral-storage, or put the cache on a PVC.",
-    source: "Kubernetes docs, Local ephemeral storage (emptyDir sizeLimit, ephemeral-storage requests/limits, eviction on DiskPressure); weights from crashdoc-core rules::gpu::weights_size.",
+    source: "Kubernetes docs, Local ephemeral storage (emptyDir sizeLimit, ephemeral-storage requests/limits, eviction on DiskPressure); weights from crashdoc-core rules::facts::weights_size.",
     example: r#"apiVersion: apps/v1
 kind: Deployment
 metadata:
