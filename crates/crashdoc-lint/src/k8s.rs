@@ -170,7 +170,19 @@ pub fn gib(bytes: f64) -> String {
 
 /// The model server a container runs, as the diagnosis recognises it.
 pub fn model_server(c: &ContainerRef) -> Option<&'static str> {
-    crashdoc_core::rules::facts::model_server(&core_pod(c))
+    let server = crashdoc_core::rules::facts::model_server(&core_pod(c))?;
+    // An explicit command that names no model server runs another program
+    // of the image (a cache server, a tool shipped beside vLLM).
+    if !c.strings("command").is_empty() {
+        let mut only = core_pod(c);
+        for k in &mut only.containers {
+            k.image = None;
+            k.name.clear();
+            k.env.clear();
+        }
+        crashdoc_core::rules::facts::model_server(&only)?;
+    }
+    Some(server)
 }
 
 /// The size of the container's model weights, estimated from the model id's

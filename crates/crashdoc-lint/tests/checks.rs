@@ -157,3 +157,55 @@ fn secret_values_never_reach_any_output() {
         "a token leaked: {all}"
     );
 }
+
+fn ids(yaml: &str) -> Vec<&'static str> {
+    let mut input = Input::default();
+    input.read_bytes("x.yaml", yaml.as_bytes()).unwrap();
+    lint(&input, &Default::default())
+        .findings
+        .iter()
+        .map(|f| f.check.id)
+        .collect()
+}
+
+#[test]
+fn ollama_is_not_a_slow_starter_but_vllm_is() {
+    // Ollama serves at once and loads a model on the first request.
+    let c = crashdoc_lint::check("probe/liveness-without-startup").unwrap();
+    let ollama = c
+        .example
+        .replace("vllm/vllm-openai:v0.6.3", "ollama/ollama:0.4.1")
+        .replace(
+            "        args: [\"--model\", \"meta-llama/Llama-3.1-70B-Instruct\"]\n",
+            "",
+        );
+    assert!(!ids(&ollama).contains(&c.id), "{ollama}");
+    assert!(ids(c.example).contains(&c.id));
+}
+
+#[test]
+fn a_secret_a_role_grants_by_name_is_made_at_run_time() {
+    let c = crashdoc_lint::check("ref/missing-object").unwrap();
+    let with_role = format!(
+        "{}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: init\nrules:\n- apiGroups: [\"\"]\n  resources: [secrets]\n  resourceNames: [api-credentials]\n  verbs: [get, create, update]\n",
+        c.example
+    );
+    assert!(!ids(&with_role).contains(&c.id));
+    assert!(ids(c.example).contains(&c.id));
+}
+
+#[test]
+fn another_program_of_a_model_server_image_is_not_a_model_server() {
+    // lmcache's cache server ships in a vLLM image: its explicit command names no server.
+    let c = crashdoc_lint::check("probe/liveness-without-startup").unwrap();
+    let other = c.example.replace(
+        "        args: [\"--model\", \"meta-llama/Llama-3.1-70B-Instruct\"]\n",
+        "        command: [\"/opt/venv/bin/lmcache_server\", \"0.0.0.0\", \"8080\"]\n",
+    );
+    assert!(!ids(&other).contains(&c.id), "{other}");
+    let module = c.example.replace(
+        "        args: [\"--model\", \"meta-llama/Llama-3.1-70B-Instruct\"]\n",
+        "        command: [\"python3\", \"-m\", \"vllm.entrypoints.openai.api_server\", \"--model\", \"meta-llama/Llama-3.1-70B-Instruct\"]\n",
+    );
+    assert!(ids(&module).contains(&c.id), "{module}");
+}

@@ -57,7 +57,7 @@ pub static LIVENESS_WITHOUT_STARTUP: Check = Check {
     id: "probe/liveness-without-startup",
     cause: Cause::ProbeKill,
     severity: Severity::Error,
-    what: "A model server (vLLM, TGI, Triton, SGLang, Ollama, llama.cpp, NIM, ...) has a liveness probe, no startupProbe, and a liveness budget (initialDelaySeconds + periodSeconds x failureThreshold) under 10 minutes.",
+    what: "A model server that loads its model before serving (vLLM, TGI, Triton, SGLang, llama.cpp, NIM, ...; not Ollama, which loads on the first request) has a liveness probe, no startupProbe, and a liveness budget (initialDelaySeconds + periodSeconds x failureThreshold) under 10 minutes.",
     why: "A model server answers its health endpoint only once the weights are loaded, which takes minutes (tens of GiB read, then copied to the GPU). The liveness probe fails during the whole load and the kubelet kills the container before it is up, on every start: CrashLoopBackOff with exit 137 or 143 and `Liveness probe failed` events. A startupProbe holds the liveness probe off until the server has started once.",
     fix: "Add a startupProbe on the same endpoint whose budget covers the load: 10 s per GiB of weights (about 100 MB/s from a volume or the hub), at least 10 minutes. Keep the liveness probe for the running server.",
     source: "Kubernetes docs, Configure Liveness, Readiness and Startup Probes (startupProbe disables the other probes until it succeeds; defaults periodSeconds 10, failureThreshold 3); model servers recognised as in crashdoc-core rules::facts::model_server; weights estimated by rules::facts::weights_size (parameters x bytes per dtype), the knowledge the oom-killed rule uses.",
@@ -105,6 +105,10 @@ spec:
             let Some(server) = k8s::model_server(c) else {
                 return;
             };
+            // Ollama serves at once and loads a model on its first request.
+            if server == "Ollama" {
+                return;
+            }
             let n = numbers(live);
             let budget = n.budget();
             let weights = k8s::weights_size(c);
@@ -271,6 +275,14 @@ spec:
     },
 };
 
+/// A probe on an endpoint meant for readiness: a path naming `ready`, or an exec command.
+fn readiness_endpoint(p: &Value) -> bool {
+    p.pointer("/httpGet/path")
+        .and_then(Value::as_str)
+        .is_some_and(|x| x.to_ascii_lowercase().contains("ready"))
+        || p.get("exec").is_some()
+}
+
 fn same_handler(a: &Value, b: &Value) -> bool {
     ["httpGet", "tcpSocket", "grpc", "exec"]
         .iter()
@@ -281,7 +293,7 @@ pub static LIVENESS_EQUALS_READINESS: Check = Check {
     id: "probe/liveness-equals-readiness",
     cause: Cause::ProbeKill,
     severity: Severity::Warning,
-    what: "The liveness probe is identical to the readiness probe (same handler and the same numbers).",
+    what: "The liveness probe is identical to the readiness probe (same handler and the same numbers) on a readiness endpoint (a path naming `ready`, or an exec command).",
     why: "Readiness answers \"can I take traffic now\" and usually fails while a dependency is down or the server is saturated; that is meant to take the pod out of the Service, not to restart it. An identical liveness probe restarts every replica on the same dependency outage or load spike, which turns a brownout into a crash loop.",
     fix: "Point liveness at a cheap endpoint that only says the process is alive (no dependency checks), with a larger failureThreshold than readiness.",
     source: "Kubernetes docs, Configure Liveness, Readiness and Startup Probes (liveness restarts the container, readiness removes the pod from Service endpoints).",
@@ -327,7 +339,7 @@ spec:
             else {
                 return;
             };
-            if live != ready || !same_handler(live, ready) {
+            if live != ready || !same_handler(live, ready) || !readiness_endpoint(live) {
                 return;
             }
             let n = numbers(live);

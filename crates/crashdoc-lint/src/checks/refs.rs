@@ -314,11 +314,39 @@ spec:
     },
 };
 
+/// Whether something in the input creates the object at run time: a Role
+/// granting access to it by name (`resourceNames`), or a Job naming it.
+fn created_at_run_time(cx: &super::Ctx, name: &str) -> bool {
+    let named = |v: &Value| v.as_str() == Some(name);
+    cx.input.objects.iter().any(|o| match o.kind.as_str() {
+        "Role" | "ClusterRole" => {
+            o.value
+                .get("rules")
+                .and_then(Value::as_array)
+                .is_some_and(|rs| {
+                    rs.iter().any(|r| {
+                        r.get("resourceNames")
+                            .and_then(Value::as_array)
+                            .is_some_and(|n| n.iter().any(named))
+                    })
+                })
+        }
+        "Job" | "CronJob" => k8s::pod_spec(o).is_some_and(|(spec, sp)| {
+            k8s::containers(spec, &sp, true).iter().any(|c| {
+                c.command_line()
+                    .split(|ch: char| ch.is_whitespace() || ch == '=')
+                    .any(|w| w == name)
+            })
+        }),
+        _ => false,
+    })
+}
+
 pub static MISSING_OBJECT: Check = Check {
     id: "ref/missing-object",
     cause: Cause::ConfigRefMissing,
     severity: Severity::Warning,
-    what: "A pod spec references a ConfigMap or Secret that is not in the input, while the input does carry objects of that kind, and the reference is not optional.",
+    what: "A pod spec references a ConfigMap or Secret that is not in the input, while the input does carry objects of that kind, nothing in it creates the object at run time (a Role granting it by resourceNames, a Job naming it), and the reference is not optional.",
     why: "If nothing else creates it before the pod starts, the kubelet cannot start the container (CreateContainerConfigError: `configmap \"x\" not found`) or mount the volume. A warning, not an error: the object may be created by another chart, an operator or by hand.",
     fix: "Add the object to the release, or make sure it is created first; `optional: true` only if the program really runs without it.",
     source: "Kubernetes source pkg/kubelet/kubelet_pods.go makeEnvironmentVariables (configmap/secret lookup errors), pkg/volume/configmap (object must exist unless optional).",
@@ -376,8 +404,9 @@ spec:
                 .is_some()
                 || !cx.configs.namespaces_of(r.kind, &r.name).is_empty()
                 || near(&r.name, cx.configs.names(r.kind)).is_some()
+                || created_at_run_time(cx, &r.name)
             {
-                continue; // present, cross-namespace, or a typo: other checks say it better
+                continue; // present, cross-namespace, a typo (other checks say it better), or made at run time
             }
             out.push(Hit {
                 path: r.path.clone(),
