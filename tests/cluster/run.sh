@@ -24,6 +24,7 @@
 # CRASHDOC_BIN=path uses another crashdoc binary than target/release/crashdoc.
 # CRASHDOC_LIVE=0 skips the live tier (tests/cluster/live.sh), which otherwise
 # runs after the scenarios and adds one line (and one count) to the summary.
+# CRASHDOC_MCP=0 skips the MCP client's live calls (tests/mcp/run.sh --live), one more line.
 # CRASHDOC_WATCH=1 runs the watch drills (tests/cluster/watch.sh) after live.sh,
 # one more line; CRASHDOC_WATCH_STORM=1 adds their storm drill.
 set -uo pipefail
@@ -140,6 +141,22 @@ if (( have_crashdoc )) && [[ "${CRASHDOC_LIVE:-1}" != 0 && -x "$TESTS/live.sh" ]
     passed=$((passed + 1))
   else
     echo "FAIL live.sh: $live_summary: $(grep '^FAIL' "$ROOT/target/cluster/live.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/live.txt)"
+    failed=$((failed + 1))
+  fi
+fi
+
+# crashdoc mcp through a real MCP client, live (tests/mcp/run.sh --live: the Python mcp
+# SDK calls diagnose, capture, scan and history as the read-only user; no Secret value in any
+# result) counts as one line; its own lines go to target/cluster/mcp.txt. CRASHDOC_MCP=0 skips it.
+if (( have_crashdoc )) && [[ "${CRASHDOC_MCP:-1}" != 0 && -x "$ROOT/tests/mcp/run.sh" ]]; then
+  CRASHDOC_BIN="$CRASHDOC" "$ROOT/tests/mcp/run.sh" --live > "$ROOT/target/cluster/mcp.txt" 2>&1
+  mcp_rc=$?
+  mcp_summary=$(tail -n1 "$ROOT/target/cluster/mcp.txt")
+  if (( mcp_rc == 0 )); then
+    echo "PASS tests/mcp --live: $mcp_summary"
+    passed=$((passed + 1))
+  else
+    echo "FAIL tests/mcp --live: $mcp_summary: $(grep '^FAIL' "$ROOT/target/cluster/mcp.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/mcp.txt)"
     failed=$((failed + 1))
   fi
 fi
