@@ -173,6 +173,18 @@ impl Input {
         Ok(())
     }
 
+    /// Add an object built in memory (from a diagnosis's evidence, or the
+    /// API server), cited as `file` line 1 plus its field path.
+    pub fn add_object_value(&mut self, file: &str, v: Value) {
+        let doc = Arc::new(Doc {
+            file: file.to_string(),
+            first_line: 1,
+            text: String::new(),
+            json: true,
+        });
+        self.add_value(v, &doc, Path::default(), None);
+    }
+
     fn read_json(&mut self, file: &str, text: &str) -> Result<(), InputError> {
         let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
         let mut offset = 0usize;

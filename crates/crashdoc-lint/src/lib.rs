@@ -18,6 +18,7 @@
 
 pub mod checks;
 pub mod config;
+pub mod evidence;
 pub mod input;
 pub mod k8s;
 pub mod locate;

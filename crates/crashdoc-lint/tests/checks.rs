@@ -209,3 +209,14 @@ fn another_program_of_a_model_server_image_is_not_a_model_server() {
     );
     assert!(ids(&module).contains(&c.id), "{module}");
 }
+
+#[test]
+fn a_bare_pod_with_the_default_restart_policy_restarts_a_one_shot() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: demo\nspec:\n  containers:\n  - name: demo\n    image: busybox:1.36\n    command: [\"echo\", \"hello\"]\n";
+    assert!(ids(pod).contains(&"lifecycle/one-shot-under-controller"));
+    let never = pod.replace(
+        "spec:\n  containers:",
+        "spec:\n  restartPolicy: Never\n  containers:",
+    );
+    assert!(!ids(&never).contains(&"lifecycle/one-shot-under-controller"));
+}

@@ -67,9 +67,37 @@ pub struct LintArgs {
     /// Images must be referenced by digest (image/no-digest).
     #[arg(long)]
     require_digest: bool,
+    /// PATHs are evidence as `crashdoc analyze` reads it (kubectl describe/get output, a
+    /// bundle, a paste): lint the pod specs it shows.
+    #[arg(long)]
+    evidence: bool,
     /// List every check and exit.
     #[arg(long)]
     list: bool,
+}
+
+/// The pod specs that evidence shows, as manifests.
+fn read_evidence(paths: &[PathBuf]) -> anyhow::Result<Input> {
+    let mut input = Input::default();
+    for p in paths {
+        let (ev, name) = if p.as_os_str() == "-" {
+            let ev = crashdoc_core::ingest::read_paste(std::io::stdin().lock(), "stdin")
+                .context("cannot read evidence from standard input")?;
+            (ev, "stdin".to_string())
+        } else {
+            let ev = crashdoc_core::ingest::read_path(p)
+                .with_context(|| format!("cannot read evidence from {}", p.display()))?;
+            (ev, p.display().to_string())
+        };
+        input.files += 1;
+        for pod in &ev.pods {
+            input.add_object_value(&name, crashdoc_lint::evidence::manifest(pod));
+            for o in crashdoc_lint::evidence::config_objects(pod) {
+                input.add_object_value(&name, o);
+            }
+        }
+    }
+    Ok(input)
 }
 
 fn read(paths: &[PathBuf], what: &str) -> anyhow::Result<Input> {
@@ -171,7 +199,11 @@ fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
     if let Some(old) = &a.against {
         options.against = Some(read(std::slice::from_ref(old), "the older render")?);
     }
-    let input = read(&a.paths, "manifests")?;
+    let input = if a.evidence {
+        read_evidence(&a.paths)?
+    } else {
+        read(&a.paths, "manifests")?
+    };
     let report = crashdoc_lint::lint(&input, &options);
     match a.format {
         LintFormat::Text => write!(out, "{}", output::text(&report))?,

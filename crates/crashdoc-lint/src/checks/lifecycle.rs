@@ -94,7 +94,7 @@ pub static ONE_SHOT: Check = Check {
     id: "lifecycle/one-shot-under-controller",
     cause: Cause::ExitZero,
     severity: Severity::Error,
-    what: "A Deployment, StatefulSet, DaemonSet or ReplicaSet runs a command that ends by itself: a migration, a script whose last step ends (`echo`, `kubectl apply`, `curl`), `sleep N`.",
+    what: "A Deployment, StatefulSet, DaemonSet or ReplicaSet (or a bare Pod with restartPolicy Always, the default) runs a command that ends by itself: a migration, a script whose last step ends (`echo`, `kubectl apply`, `curl`), `sleep N`.",
     why: "These controllers' pods have restartPolicy Always: when the process exits, even with 0, the kubelet starts it again, with a growing back-off: CrashLoopBackOff with exit code 0 and `Completed`. One-shot work belongs in a Job (or an init container before the server).",
     fix: "Move the one-shot into a Job (a Helm hook for migrations) or an initContainer, and let the main container run the long-lived server.",
     source: "Kubernetes docs, Pod Lifecycle (restartPolicy Always restarts containers that exit, whatever the code) and Jobs; the exit-zero rule of crashdoc-core reads the same pattern from the status.",
@@ -130,7 +130,14 @@ spec:
     fixture_against: "",
     run: |cx, oi, out| {
         let obj = cx.obj(oi);
-        if !k8s::expects_service(&obj.kind) {
+        // A bare Pod restarts too: its restartPolicy defaults to Always.
+        let bare_pod_always = obj.kind == "Pod"
+            && obj
+                .value
+                .pointer("/spec/restartPolicy")
+                .and_then(Value::as_str)
+                .is_none_or(|p| p == "Always");
+        if !k8s::expects_service(&obj.kind) && !bare_pod_always {
             return;
         }
         each_container(cx, oi, false, |_, _, _, c| {

@@ -111,6 +111,7 @@ pub static ALL: &[&Check] = &[
     &probes::PORT_NOT_DECLARED,
     &probes::SHORT_TIMEOUT_HEAVY,
     &probes::EXEC_STARTS_RUNTIME,
+    &probes::SINGLE_FAILURE,
     &refs::MISSING_KEY,
     &refs::MISSING_OBJECT,
     &refs::OPTIONAL_HIDES_TYPO,

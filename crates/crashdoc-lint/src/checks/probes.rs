@@ -646,6 +646,71 @@ fn runtime_of(cmd: &[String]) -> Option<String> {
         .map(|r| r.to_string())
 }
 
+pub static SINGLE_FAILURE: Check = Check {
+    id: "probe/liveness-single-failure",
+    cause: Cause::ProbeKill,
+    severity: Severity::Warning,
+    what: "A liveness probe has failureThreshold: 1 with a timeoutSeconds of 2 or less: one slow answer restarts the container.",
+    why: "With failureThreshold 1 a single probe that misses its timeout (a GC pause, a busy node, a CPU limit, a slow disk for an exec probe) kills the container; under load this repeats, and a healthy server crash-loops (often exit 0 or 143 after a clean shutdown).",
+    fix: "Give the probe room: failureThreshold 3 or more and timeoutSeconds of a few seconds.",
+    source: "Kubernetes docs, Configure Liveness, Readiness and Startup Probes (failureThreshold: consecutive failures before the kubelet restarts the container; default 3); the probe-kill rule of crashdoc-core gives the same fix.",
+    example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: provider
+spec:
+  template:
+    spec:
+      containers:
+      - name: provider
+        image: ghcr.io/acme/provider:0.6.1
+        livenessProbe:
+          exec:
+            command: ["sh", "-c", "grep -q ready /var/log/provider.log"]
+          periodSeconds: 10
+          failureThreshold: 1
+"#,
+    near_miss: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: provider
+spec:
+  template:
+    spec:
+      containers:
+      - name: provider
+        image: ghcr.io/acme/provider:0.6.1
+        livenessProbe:
+          exec:
+            command: ["sh", "-c", "grep -q ready /var/log/provider.log"]
+          periodSeconds: 10
+          timeoutSeconds: 10
+          failureThreshold: 3
+"#,
+    fixture_flags: &[],
+    fixture_against: "",
+    run: |cx, oi, out| {
+        each_container(cx, oi, false, |_, _, _, c| {
+            let Some(live) = c.probe("livenessProbe") else {
+                return;
+            };
+            let n = numbers(live);
+            if n.failure > 1 || n.timeout > 2 {
+                return;
+            }
+            out.push(Hit {
+                path: c.path.clone().key("livenessProbe").key("failureThreshold"),
+                container: Some(c.name.clone()),
+                message: format!(
+                    "the liveness probe of `{}` restarts it after one answer slower than {}s",
+                    c.name, n.timeout
+                ),
+                fix: "livenessProbe:\n  timeoutSeconds: 5\n  failureThreshold: 3".into(),
+            });
+        });
+    },
+};
+
 pub static EXEC_STARTS_RUNTIME: Check = Check {
     id: "probe/exec-starts-runtime",
     cause: Cause::ProbeKill,
