@@ -32,6 +32,23 @@ pub enum InputError {
     Binary(String),
 }
 
+impl InputError {
+    /// The `hint:` line after the error (the CLI prints it; the MCP server's
+    /// `lint` tool puts it in its error result).
+    pub fn hint(&self) -> &'static str {
+        match self {
+            InputError::Syntax { .. } => {
+                "fix the YAML/JSON at that line; for a chart, check `helm template` itself succeeds"
+            }
+            InputError::NoObjects(_) => {
+                "crashdoc lint reads Kubernetes manifests (objects with kind and metadata), e.g. `helm template REL CHART | crashdoc lint -`"
+            }
+            InputError::Binary(_) => "pass the rendered YAML or JSON, not an archive",
+            InputError::Io { .. } => "check the path exists and is readable",
+        }
+    }
+}
+
 /// One document's text, shared by the objects read from it.
 #[derive(Debug)]
 pub struct Doc {

@@ -137,14 +137,7 @@ fn read(paths: &[PathBuf], what: &str) -> anyhow::Result<Input> {
 fn hint(e: &anyhow::Error) -> &'static str {
     use crashdoc_lint::input::InputError as E;
     match e.chain().find_map(|c| c.downcast_ref::<E>()) {
-        Some(E::Syntax { .. }) => {
-            "fix the YAML/JSON at that line; for a chart, check `helm template` itself succeeds"
-        }
-        Some(E::NoObjects(_)) => {
-            "crashdoc lint reads Kubernetes manifests (objects with kind and metadata), e.g. `helm template REL CHART | crashdoc lint -`"
-        }
-        Some(E::Binary(_)) => "pass the rendered YAML or JSON, not an archive",
-        Some(E::Io { .. }) => "check the path exists and is readable",
+        Some(e) => e.hint(),
         None => "see `crashdoc lint --help`",
     }
 }
