@@ -11,8 +11,8 @@ log lines reaches any tool result.
 Live (`--live`): against the cluster tier's control plane (tests/cluster),
 as its read-only user: `diagnose` and `capture` of every scenario of
 tests/cluster/scenarios/expected.tsv, `scan` of the namespace, `history` of
-what a short `crashdoc watch` recorded, and no secret value of the scenarios'
-Secrets in any result.
+what a short `crashdoc watch` recorded, no secret value of the scenarios'
+Secrets in any result, and only get/list/watch in the apiserver's audit log.
 
 Prints one line per check ("ok ..." or "FAIL ..."), then "N passed, M failed";
 exits non-zero if any failed.
@@ -38,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"analyze", "capture", "diagnose", "explain", "history", "scan"}
+TOOLS = {"analyze", "capture", "diagnose", "explain", "history", "lint", "scan"}
 EXAMPLES = [
     ("vllm-oom", "oom-killed"),
     ("slow-start-liveness", "probe-kill"),
@@ -164,6 +164,27 @@ async def offline(binary, c: Checks):
             not r.is_error and v.get("cause") == "oom-killed" and len(v.get("sections", [])) == 6
             and text_of(r).startswith("oom-killed — "),
             "explain oom-killed: six documentation sections, the rule's text",
+        )
+
+        # lint: a check's documented example (from explain) is flagged, its fix cited
+        r = await call(s, "lint", {"list": True})
+        checks = (r.structured_content or {}).get("checks", [])
+        check = next((x for x in checks if x["id"] == "probe/liveness-without-startup"), None)
+        c.check(not r.is_error and check is not None, f"lint list: {len(checks)} checks")
+        r = await call(s, "explain", {"cause": "probe/liveness-without-startup"})
+        sections = {x["heading"]: x["text"] for x in (r.structured_content or {}).get("sections", [])}
+        example = sections.get("Example (flagged)", "")
+        r = await call(s, "lint", {"text": example})
+        found = [f["check"] for f in (r.structured_content or {}).get("findings", [])]
+        c.check(
+            not r.is_error and "probe/liveness-without-startup" in found
+            and r.structured_content.get("schema") == "crashdoc/lint-v1",
+            f"lint of the check's own example (from explain): {found}",
+        )
+        r = await call(s, "lint", {"text": "just: words\n"})
+        c.check(
+            r.is_error and "hint: crashdoc lint reads Kubernetes manifests" in text_of(r),
+            "lint of text with no Kubernetes object: isError with the CLI's hint",
         )
 
         # tool failures: isError results with the CLI's error / Caused by / hint
@@ -342,6 +363,14 @@ async def live(binary, ns, kubeconfig, c: Checks):
                 seen += whole(r)
                 c.check(not r.is_error and r.structured_content.get("exported") == wid,
                         f"mcp history export {wid}: {top(r.structured_content)}")
+
+    # read-only by construction: the apiserver's audit log shows only get/list/watch for the
+    # read-only user, MCP calls included (tests/cluster/audit-verbs.sh)
+    audit = subprocess.run([str(ROOT / "tests/cluster/audit-verbs.sh"), "crashdoc-e2e-reader"],
+                           capture_output=True, text=True)
+    verbs = sorted({line.split()[1] for line in audit.stdout.splitlines() if len(line.split()) > 1})
+    c.check(audit.returncode == 0, f"audit log: the read-only user, MCP calls included, used only {verbs} "
+            f"({audit.stderr.strip()[:120]})")
 
     values = scenario_secret_values()
     leaks = [v[:6] + "..." for v in values if v in seen]

@@ -1,5 +1,6 @@
 //! crashdoc as an MCP server (`crashdoc mcp`): the commands an on-call
-//! engineer runs, as tools an assistant can call. Built on `rmcp`, the
+//! engineer runs (diagnose, scan, analyze, capture, explain, history, lint),
+//! as tools an assistant can call. Built on `rmcp`, the
 //! official Rust SDK of the Model Context Protocol.
 //!
 //! Every tool calls the same library functions as the CLI (crashdoc-core
@@ -10,16 +11,19 @@
 //! clients that read text only (the MCP specification asks for that when a
 //! tool returns structured content).
 //!
-//! Errors follow the MCP conventions: arguments that do not fit a tool's
-//! input schema are protocol errors (JSON-RPC `-32602`, raised by rmcp
-//! before a handler runs); everything that fails while the tool runs (an
-//! unreadable path, a bad target, a cluster that cannot be read) is a tool
-//! result with `isError: true` whose text is the CLI's `error:` /
-//! `Caused by:` / `hint:` lines and whose structured content holds the same
-//! as `{"error", "causes", "hint"}`, so the model can correct itself.
+//! Errors follow the MCP conventions: a call to a tool that does not exist
+//! is a protocol error (JSON-RPC `-32602`); everything that fails while a
+//! tool runs (an unreadable path, a bad target, a cluster that cannot be
+//! read) is a tool result with `isError: true` whose text is the CLI's
+//! `error:` / `Caused by:` / `hint:` lines and whose structured content holds
+//! the same as `{"error", "causes", "hint"}`, so the model can correct
+//! itself. Arguments outside a tool's schema are `isError` results too: rmcp
+//! reports them so (SEP-1303 moved input validation errors into tool results).
 
+mod lint;
 mod tools;
 
+pub use lint::{FailOn, LintParams};
 pub use tools::{
     AnalyzeParams, CaptureParams, ClusterParams, CrashdocMcp, DiagnoseParams, ExplainParams,
     HistoryParams, ScanParams, TextFormat,

@@ -18,7 +18,7 @@ it reads the evidence (status, previous logs, events, spec, node, referenced Con
 and names the cause, ranked, with the evidence lines, the fix and the next kubectl commands. It never writes to the \
 cluster and never returns a secret value. Start with `scan` for a namespace, `diagnose` for a pod or workload \
 (deploy/NAME, sts/NAME, ...), `analyze` for saved kubectl output or a paste, `explain` for what a cause id means, \
-`history` for the restarts `crashdoc watch` recorded.";
+`history` for the restarts `crashdoc watch` recorded, `lint` for the crash loops a manifest will cause before it ships.";
 
 /// kubectl's connection flags and the collector's bounds, as on the CLI.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
@@ -104,7 +104,7 @@ pub struct ScanParams {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExplainParams {
-    /// A cause id, e.g. oom-killed, probe-kill, config-ref-missing (the `cause` of a diagnosis).
+    /// A cause id, e.g. oom-killed, probe-kill, config-ref-missing (the `cause` of a diagnosis), or a lint check id (e.g. probe/liveness-without-startup).
     pub cause: String,
 }
 
@@ -141,7 +141,7 @@ impl CrashdocMcp {
     pub fn new(defaults: Defaults) -> Self {
         CrashdocMcp {
             defaults: Arc::new(defaults),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::lint_router(),
         }
     }
 
@@ -312,11 +312,38 @@ it recognises with the source of each.",
         &self,
         Parameters(p): Parameters<ExplainParams>,
     ) -> Result<CallToolResult, McpError> {
+        // `crashdoc explain CHECK-ID`: a lint check's documentation
+        if let Some(c) = crashdoc_lint::check(p.cause.trim()) {
+            let sections: Vec<Value> = c
+                .sections()
+                .iter()
+                .map(|(h, t)| json!({ "heading": h, "text": t }))
+                .collect();
+            let v = json!({
+                "schema": diagnose::SCHEMA,
+                "check": c.id,
+                "severity": c.severity.word(),
+                "cause": c.cause.id(),
+                "sections": sections,
+            });
+            return Ok(structured(v, crashdoc_lint::output::explain(c)));
+        }
         let cause: Cause = match p.cause.trim().parse() {
             Ok(c) => c,
             Err(e) => return Ok(failure(anyhow::Error::new(e))),
         };
-        let text = render::knowledge::explain(cause);
+        let mut text = render::knowledge::explain(cause);
+        let prevented_by: Vec<&str> = crashdoc_lint::checks::ALL
+            .iter()
+            .filter(|c| c.cause == cause)
+            .map(|c| c.id)
+            .collect();
+        if !prevented_by.is_empty() {
+            text.push_str(&format!(
+                "\nLint checks that catch it before it ships (the `lint` tool): {}\n",
+                prevented_by.join(", ")
+            ));
+        }
         let sections: Vec<Value> = crashdoc_core::rules::rule(cause)
             .map(|r| {
                 r.doc
@@ -341,6 +368,7 @@ it recognises with the source of each.",
             "sections": sections,
             "outranks": outranks,
             "catalog_entries": render::knowledge::entries(Some(cause), None),
+            "prevented_by": prevented_by,
         });
         Ok(structured(v, text))
     }
@@ -426,7 +454,7 @@ fn write_bundle(
 }
 
 /// Run blocking work (file reads, the redb history) off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
     tokio::task::spawn_blocking(f)
@@ -644,7 +672,7 @@ fn scan_summary(report: &Report, total: usize) -> String {
 
 /// Structured content plus a text block and the JSON as text, every string
 /// passed through crashdoc-core's redaction once more on the way out.
-fn structured(mut v: Value, text: String) -> CallToolResult {
+pub(crate) fn structured(mut v: Value, text: String) -> CallToolResult {
     redact_value(&mut v);
     let text = crashdoc_core::redact::redact(&text).into_owned();
     let json_text = serde_json::to_string_pretty(&v).unwrap_or_default();
@@ -669,9 +697,18 @@ fn redact_value(v: &mut Value) {
 /// Arguments that fit the schema but not each other (the model can correct them).
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
-struct ArgError {
+pub(crate) struct ArgError {
     message: String,
     hint: String,
+}
+
+impl ArgError {
+    pub(crate) fn new(message: &str, hint: &str) -> Self {
+        ArgError {
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
 }
 
 /// The hint the CLI prints after an error, for the same error.
@@ -686,6 +723,9 @@ fn hint_of(e: &anyhow::Error) -> Option<String> {
         if let Some(i) = c.downcast_ref::<ingest::InputError>() {
             return Some(i.hint().to_string());
         }
+        if let Some(i) = c.downcast_ref::<crashdoc_lint::input::InputError>() {
+            return Some(i.hint().to_string());
+        }
         if c.downcast_ref::<crashdoc_core::causes::UnknownCause>()
             .is_some()
         {
@@ -698,7 +738,7 @@ fn hint_of(e: &anyhow::Error) -> Option<String> {
 
 /// A tool failure (`isError: true`): the CLI's `error:` / `Caused by:` /
 /// `hint:` lines as text, and the same as structured content.
-fn failure(e: anyhow::Error) -> CallToolResult {
+pub(crate) fn failure(e: anyhow::Error) -> CallToolResult {
     let message = e.to_string();
     let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
     let hint = hint_of(&e);

@@ -81,7 +81,7 @@ async fn tools_are_listed_with_schemas_that_follow_the_cli_flags() {
     assert_eq!(
         names,
         [
-            "analyze", "capture", "diagnose", "explain", "history", "scan"
+            "analyze", "capture", "diagnose", "explain", "history", "lint", "scan"
         ]
     );
     let props = |name: &str| -> Vec<String> {
@@ -112,6 +112,20 @@ async fn tools_are_listed_with_schemas_that_follow_the_cli_flags() {
     }
     assert_eq!(props("analyze"), ["format", "path", "text"]);
     assert_eq!(props("explain"), ["cause"]);
+    assert_eq!(
+        props("lint"),
+        [
+            "against",
+            "capacity",
+            "config",
+            "evidence",
+            "fail_on",
+            "list",
+            "paths",
+            "require_digest",
+            "text"
+        ]
+    );
     assert_eq!(
         props("history"),
         [
@@ -456,4 +470,86 @@ async fn no_planted_secret_value_reaches_any_tool_result() {
     let (_, text) = tool_error(&c, "analyze", json!({ "path": bad.display().to_string() })).await;
     assert!(!text.contains("Pl4ntedLogPassword-31"), "{text}");
     assert!(text.contains("password=[REDACTED]"), "{text}");
+}
+
+#[tokio::test]
+async fn lint_finds_a_checks_example_and_not_its_near_miss() {
+    let c = client(Defaults::default()).await;
+    let check = crashdoc_lint::check("probe/liveness-without-startup").expect("the check");
+    let (v, text) = ok(&c, "lint", json!({ "text": check.example })).await;
+    assert_eq!(v["schema"], "crashdoc/lint-v1");
+    let ids: Vec<&str> = v["findings"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f["check"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(ids.contains(&check.id), "{ids:?}");
+    assert!(text.contains(check.id), "{text}");
+    let (near, _) = ok(&c, "lint", json!({ "text": check.near_miss })).await;
+    let near_ids: Vec<&str> = near["findings"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f["check"].as_str()).collect())
+        .unwrap_or_default();
+    assert!(!near_ids.contains(&check.id), "{near_ids:?}");
+    // fail_on: the example fails at its own severity, never with `never`
+    let (never, _) = ok(
+        &c,
+        "lint",
+        json!({ "text": check.example, "fail_on": "never" }),
+    )
+    .await;
+    assert_eq!(never["failing"], false);
+    let (warn, _) = ok(
+        &c,
+        "lint",
+        json!({ "text": check.example, "fail_on": "warning" }),
+    )
+    .await;
+    assert_eq!(warn["failing"], true);
+    // the list, and explain of a check id and of the cause it leads to
+    let (list, _) = ok(&c, "lint", json!({ "list": true })).await;
+    assert_eq!(
+        list["checks"].as_array().map(Vec::len),
+        Some(crashdoc_lint::checks::ALL.len())
+    );
+    let (e, text) = ok(&c, "explain", json!({ "cause": check.id })).await;
+    assert_eq!(e["check"], check.id);
+    assert!(text.starts_with(check.id), "{text}");
+    let (e, _) = ok(&c, "explain", json!({ "cause": check.cause.id() })).await;
+    let prevented: Vec<&str> = e["prevented_by"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default();
+    assert!(prevented.contains(&check.id), "{prevented:?}");
+}
+
+#[tokio::test]
+async fn lint_failures_carry_the_cli_hints() {
+    let c = client(Defaults::default()).await;
+    let (v, _) = tool_error(&c, "lint", json!({ "text": "just: words\n" })).await;
+    assert!(
+        v["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("crashdoc lint reads Kubernetes manifests"),
+        "{v}"
+    );
+    let (v, _) = tool_error(&c, "lint", json!({ "paths": ["/nonexistent/k8s"] })).await;
+    assert_eq!(v["hint"], "check the path exists and is readable");
+    let (v, _) = tool_error(&c, "lint", json!({ "text": "kind: [unclosed\n" })).await;
+    assert!(
+        v["hint"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("fix the YAML/JSON"),
+        "{v}"
+    );
+    let (v, _) = tool_error(&c, "lint", json!({})).await;
+    assert!(v["hint"].as_str().unwrap_or_default().contains("`text`"));
+    let (_, text) = tool_error(
+        &c,
+        "lint",
+        json!({ "text": "kind: Pod\n", "capacity": ["cpu=4"] }),
+    )
+    .await;
+    assert!(text.starts_with("error: capacity cpu=4"), "{text}");
 }

@@ -25,7 +25,7 @@ pub struct McpArgs {
 
 pub const MCP_HELP: &str = "Serve crashdoc's commands as MCP tools, for assistants.
 
-Tools: diagnose, scan, analyze (a path, or pasted text), capture, explain, history. Each
+Tools: diagnose, scan, analyze (a path, or pasted text), capture, explain, history, lint. Each
 returns the crashdoc/v1 JSON as structured content plus a short text. The same
 read-only client as `crashdoc diagnose` (only get, list and watch) and the same
 redaction apply: no secret value ever reaches a tool result.
