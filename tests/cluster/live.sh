@@ -8,6 +8,8 @@
 #   crashdoc capture KIND/NAME    then `crashdoc analyze` on the bundle gives the same diagnosis
 # then:
 #   crashdoc scan                 finds every scenario's workload with its cause
+#   crashdoc scan (text, -o wide)  one line per workload (Deployment, not ReplicaSet) with its cause; JSON pods name their workload
+#   kubectl crashdoc diagnose     through kubectl's plugin lookup (scripts/install)
 #   secret values planted in the scenarios appear in no output and no bundle
 #   the audit log shows the read-only user used only get, list and watch
 #   with pods/log, events, secrets and nodes forbidden, diagnose still answers and names what it could not read
@@ -55,6 +57,54 @@ while IFS=$'\t' read -r ref expected; do
   got=$(jq -r --arg n "$name" '[.pods[] | select(.name | startswith($n + "-")) | .diagnoses[0].cause] | first // "missing"' "$OUT/scan.json" 2>/dev/null)
   if [[ "$got" == "$expected" ]]; then ok "scan $ref: $got"; else fail "scan $ref: want $expected, got $got"; fi
 done < "$TESTS/scenarios/expected.tsv"
+
+# scan as people read it: one line per workload (the Deployment, not its
+# ReplicaSet) with its cause; in JSON each pod names its workload; -o wide
+# adds the container and its exit code.
+"$CRASHDOC" scan -n "$NS" --kubeconfig "$RO" > "$OUT/scan.txt" 2> "$OUT/scan-text.stderr"
+"$CRASHDOC" scan -n "$NS" --kubeconfig "$RO" -o wide > "$OUT/scan-wide.txt" 2> "$OUT/scan-wide.stderr"
+while IFS=$'\t' read -r ref expected; do
+  [[ -z "$ref" || "$ref" == \#* ]] && continue
+  name=${ref#*/}
+  case ${ref%%/*} in
+    deployment) kind=Deployment short=deploy ;;
+    statefulset) kind=StatefulSet short=sts ;;
+    daemonset) kind=DaemonSet short=ds ;;
+    job) kind=Job short=job ;;
+    *) kind=? short=? ;;
+  esac
+  wl=$(jq -r --arg n "$name" '[.pods[] | select(.name | startswith($n + "-")) | .workload] | unique | join(",")' "$OUT/scan.json" 2>/dev/null)
+  if [[ "$wl" == "$kind/$name" ]]; then ok "scan json $ref: workload $wl"; else fail "scan json $ref: workload '$wl', want $kind/$name"; fi
+  lines=$(awk -v t="$short/$name" '$1 == "'"$NS"'" && $2 == t' "$OUT/scan.txt")
+  if [[ $(grep -c . <<<"$lines") == 1 && $(awk '{print $4}' <<<"$lines") == "$expected" && $(awk '{print NF}' <<<"$lines") -gt 4 ]]; then
+    ok "scan text $ref: one line, $short/$name $expected, why: $(cut -d' ' -f5- <<<"$(tr -s ' ' <<<"$lines")" | cut -c1-60)"
+  else fail "scan text $ref: want one line '$short/$name ... $expected WHY', got: ${lines:-none}"; fi
+done < "$TESTS/scenarios/expected.tsv"
+# Never a ReplicaSet: every Deployment scenario's pods are folded to it.
+if ! awk 'NR > 1 {print $2}' "$OUT/scan.txt" | grep -q '^rs/'; then ok "scan text: no ReplicaSet lines ($(grep -c "^$NS " "$OUT/scan.txt") workload lines)"
+else fail "scan text: ReplicaSet lines: $(grep ' rs/' "$OUT/scan.txt" | head -2)"; fi
+if head -1 "$OUT/scan-wide.txt" | grep -q 'CONTAINER  *EXIT' && ! head -1 "$OUT/scan.txt" | grep -q 'EXIT'; then ok "scan -o wide: CONTAINER and EXIT columns"
+else fail "scan -o wide: header $(head -1 "$OUT/scan-wide.txt")"; fi
+oom=$(awk '$2 == "deploy/vllm-oom"' "$OUT/scan-wide.txt")
+if [[ $(awk '{print $6}' <<<"$oom") == 137 ]]; then ok "scan -o wide deploy/vllm-oom: container $(awk '{print $5}' <<<"$oom"), exit 137"
+else fail "scan -o wide deploy/vllm-oom: $oom"; fi
+
+# kubectl crashdoc: installed as kubectl installs plugins (scripts/install: a
+# kubectl-crashdoc link on PATH), run through the test cluster's kubectl.
+PREFIX="$OUT/prefix"
+if "$ROOT/scripts/install" --bin "$CRASHDOC" --prefix "$PREFIX" > "$OUT/install.txt" 2>&1; then
+  PATH="$PREFIX/bin:$PATH" kubectl crashdoc diagnose deployment/vllm-oom -n "$NS" --kubeconfig "$RO" --format json \
+    > "$OUT/kubectl-crashdoc.json" 2> "$OUT/kubectl-crashdoc.stderr"
+  got=$(cause_of "$OUT/kubectl-crashdoc.json")
+  usage=$(PATH="$PREFIX/bin:$PATH" kubectl crashdoc --help 2>&1 | grep -m1 '^Usage:')
+  if [[ "$got" == oom-killed && "$usage" == "Usage: kubectl crashdoc"* ]]; then
+    ok "kubectl crashdoc diagnose deployment/vllm-oom: $got ($usage; $(kubectl version --client 2>/dev/null | head -1))"
+  else fail "kubectl crashdoc diagnose deployment/vllm-oom: cause $got, usage '$usage' ($(head -c 300 "$OUT/kubectl-crashdoc.stderr"))"; fi
+  if PATH="$PREFIX/bin:$PATH" kubectl plugin list 2>/dev/null | grep -q "$PREFIX/bin/kubectl-crashdoc"; then ok "kubectl plugin list shows kubectl-crashdoc"
+  else fail "kubectl plugin list does not show $PREFIX/bin/kubectl-crashdoc"; fi
+else
+  fail "scripts/install --bin $CRASHDOC: $(tail -2 "$OUT/install.txt")"
+fi
 
 # verify: a healthy rollout holds (exit 0); a failing one exits 1 with the diagnosis.
 cat <<'YAML' | kubectl -n "$NS" apply -f - > /dev/null

@@ -11,6 +11,7 @@ pub mod retry;
 pub mod scan;
 mod target;
 pub mod verify;
+pub mod workload;
 
 pub use collect::{
     CollectOptions, Collection, Collector, referenced_objects, selector_string, unhealthy,

@@ -233,9 +233,15 @@ pub fn groups(report: &Report) -> Vec<Group> {
     g
 }
 
-/// `scan --format json`: the `crashdoc/v1` report plus `groups` and `scanned`.
-pub fn json(report: &Report, total: usize) -> Result<serde_json::Value, serde_json::Error> {
+/// `scan --format json`: the `crashdoc/v1` report plus `groups` and
+/// `scanned`, each pod with its `workload` (crate::workload).
+pub fn json(
+    report: &Report,
+    pods: &[PodFiles],
+    total: usize,
+) -> Result<serde_json::Value, serde_json::Error> {
     let mut v = serde_json::to_value(report)?;
+    crate::workload::annotate(&mut v, report, pods);
     v["groups"] = serde_json::to_value(groups(report))?;
     v["scanned"] = serde_json::json!(total);
     Ok(v)

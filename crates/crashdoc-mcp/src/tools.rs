@@ -284,7 +284,7 @@ Read-only. Returns the crashdoc/v1 report plus `groups` (cause, count, owners, p
             )
             .await?;
             let report = diagnose::diagnose_all(&bundle::read_memory(&scanned.pods));
-            let v = crashdoc_kube::scan::json(&report, scanned.total)?;
+            let v = crashdoc_kube::scan::json(&report, &scanned.pods, scanned.total)?;
             Ok::<_, anyhow::Error>((report, v, scanned.total, scanned.events_note))
         };
         Ok(match run.await {

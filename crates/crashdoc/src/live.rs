@@ -131,12 +131,21 @@ pub async fn capture(
     Ok(())
 }
 
-/// Every unhealthy pod of a namespace (or all), diagnosed, grouped by cause.
+/// `scan --output`.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum ScanOutput {
+    /// Also the container and its exit code.
+    Wide,
+}
+
+/// Every unhealthy pod of a namespace (or all), diagnosed, one line per
+/// workload (crashdoc_kube::workload).
 pub async fn scan(
     args: ClusterArgs,
     all_namespaces: bool,
     format: crate::Format,
     concurrency: usize,
+    wide: bool,
     verbose: bool,
 ) -> anyhow::Result<()> {
     let (client, ns) = args.connect().await?;
@@ -181,44 +190,26 @@ pub async fn scan(
     }
     match format {
         crate::Format::Json => {
-            let v = crashdoc_kube::scan::json(&report, total)?;
+            let v = crashdoc_kube::scan::json(&report, &files, total)?;
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         crate::Format::Markdown => print!("{}", render::markdown(&report)),
-        crate::Format::Text => print_groups(&report, total),
+        crate::Format::Text => print_groups(&report, &files, total, wide),
     }
     Ok(())
 }
 
-fn print_groups(report: &diagnose::Report, total: usize) {
+fn print_groups(report: &diagnose::Report, files: &[PodFiles], total: usize, wide: bool) {
     if report.pods.is_empty() {
         println!("scanned {total} pods: none is unhealthy");
         return;
     }
-    let mut t = comfy_table::Table::new();
-    t.load_style(comfy_table::presets::UTF8_BORDERS_ONLY);
-    t.set_header(vec!["CAUSE", "PODS", "OWNERS", "EXAMPLE"]);
-    for g in crashdoc_kube::scan::groups(report) {
-        let owners = if g.owners.len() > 3 {
-            format!(
-                "{} and {} more",
-                g.owners[..3].join(", "),
-                g.owners.len() - 3
-            )
-        } else {
-            g.owners.join(", ")
-        };
-        t.add_row(vec![
-            g.cause,
-            g.count.to_string(),
-            owners,
-            g.pods.first().cloned().unwrap_or_default(),
-        ]);
-    }
-    println!("{t}");
+    let groups = crashdoc_kube::workload::group(report, files);
+    print!("{}", crashdoc_kube::workload::table(&groups, wide));
     println!(
-        "scanned {total} pods, {} unhealthy; `crashdoc diagnose POD -n NS` for one in full, `--format json` for all",
-        report.pods.len()
+        "\nscanned {total} pods, {} unhealthy in {} workloads; `crashdoc diagnose WORKLOAD -n NS` for one in full, `--format json` for all",
+        report.pods.len(),
+        groups.len()
     );
 }
 

@@ -60,7 +60,7 @@ enum Command {
         #[arg(short = 'o', long, value_name = "DIR|FILE.tar.gz")]
         output: PathBuf,
     },
-    /// Diagnose every unhealthy pod of a namespace (or all), grouped by cause and owner.
+    /// Diagnose every unhealthy pod of a namespace (or all): one line per workload, saying why.
     Scan {
         #[command(flatten)]
         cluster: live::ClusterArgs,
@@ -72,6 +72,9 @@ enum Command {
         /// Pods collected at once.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// `wide`: also each group's container and exit code (text output).
+        #[arg(short = 'o', long, value_enum)]
+        output: Option<live::ScanOutput>,
     },
     /// After a fix: wait for a Deployment's rollout, then watch its new pods for a stable window.
     #[command(long_about = VERIFY_HELP)]
@@ -385,12 +388,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             all_namespaces,
             format,
             concurrency,
+            output,
         } => {
             live::runtime()?.block_on(live::scan(
                 cluster,
                 all_namespaces,
                 format,
                 concurrency,
+                output == Some(live::ScanOutput::Wide),
                 verbose,
             ))?;
             Ok(ExitCode::SUCCESS)
