@@ -168,8 +168,39 @@ pub fn gib(bytes: f64) -> String {
     format!("{}Gi", (bytes / (1u64 << 30) as f64).ceil() as u64)
 }
 
+/// Facts about one container computed once per run: the checks ask for
+/// them many times. Keyed by the container's address in the input, which
+/// does not move while `crate::lint` runs; `clear_cache` empties it.
+#[derive(Default, Clone)]
+struct Facts {
+    server: Option<Option<&'static str>>,
+    weights: Option<Option<(u64, String)>>,
+}
+
+thread_local! {
+    static FACTS: std::cell::RefCell<std::collections::HashMap<usize, Facts>> = Default::default();
+}
+
+/// Forget the facts of the previous run (called by `crate::lint` before and after).
+pub(crate) fn clear_cache() {
+    FACTS.with(|f| f.borrow_mut().clear());
+}
+
+fn key(c: &ContainerRef) -> usize {
+    c.v as *const Value as usize
+}
+
 /// The model server a container runs, as the diagnosis recognises it.
 pub fn model_server(c: &ContainerRef) -> Option<&'static str> {
+    if let Some(s) = FACTS.with(|f| f.borrow().get(&key(c)).and_then(|x| x.server)) {
+        return s;
+    }
+    let s = model_server_uncached(c);
+    FACTS.with(|f| f.borrow_mut().entry(key(c)).or_default().server = Some(s));
+    s
+}
+
+fn model_server_uncached(c: &ContainerRef) -> Option<&'static str> {
     let server = crashdoc_core::rules::facts::model_server(&core_pod(c))?;
     // An explicit command that names no model server runs another program
     // of the image (a cache server, a tool shipped beside vLLM).
@@ -188,7 +219,12 @@ pub fn model_server(c: &ContainerRef) -> Option<&'static str> {
 /// The size of the container's model weights, estimated from the model id's
 /// parameter count and dtype, as the OOM rule does.
 pub fn weights_size(c: &ContainerRef) -> Option<(u64, String)> {
-    crashdoc_core::rules::facts::weights_size(&core_pod(c))
+    if let Some(w) = FACTS.with(|f| f.borrow().get(&key(c)).and_then(|x| x.weights.clone())) {
+        return w;
+    }
+    let w = crashdoc_core::rules::facts::weights_size(&core_pod(c));
+    FACTS.with(|f| f.borrow_mut().entry(key(c)).or_default().weights = Some(w.clone()));
+    w
 }
 
 fn core_pod(c: &ContainerRef) -> crashdoc_core::model::Pod {

@@ -93,6 +93,7 @@ pub const IGNORE_ANNOTATION: &str = "crashdoc.io/ignore";
 /// Lint every object of `input`; with `options.against`, also compare it
 /// with an older render.
 pub fn lint(input: &input::Input, options: &Options) -> Report {
+    k8s::clear_cache();
     let cx = Ctx::new(input, options);
     let mut findings = Vec::new();
     let mut suppressed = 0;
@@ -127,6 +128,7 @@ pub fn lint(input: &input::Input, options: &Options) -> Report {
             }
         }
     }
+    k8s::clear_cache();
     findings.sort_by(|a, b| {
         (&a.source.file, a.source.line, a.check.id).cmp(&(
             &b.source.file,

@@ -145,12 +145,20 @@ pub struct Ctx<'a> {
     pub options: &'a Options,
     pub configs: ConfigIndex,
     pub old_configs: Option<ConfigIndex>,
+    /// The older render's objects by (kind, namespace, name).
+    old_objects: HashMap<(String, Option<String>, String), &'a Object>,
+    /// Names something in the input creates at run time (`refs::created_at_run_time`).
+    pub(crate) run_time_names: std::collections::HashSet<String>,
+    /// Steady-state totals of a resource over the input's workloads (rollout checks).
+    pub(crate) totals: std::cell::RefCell<HashMap<&'static str, f64>>,
 }
 
 /// ConfigMaps and Secrets by (kind, namespace, name) → key names.
 #[derive(Default)]
 pub struct ConfigIndex {
     pub map: HashMap<(RefKind, Option<String>, String), BTreeSet<String>>,
+    /// (kind, name) → the namespaces it is defined in (None: no namespace).
+    by_name: HashMap<(RefKind, String), Vec<Option<String>>>,
     /// Whether the input holds any object of that kind at all.
     pub any: HashMap<RefKind, bool>,
 }
@@ -186,6 +194,10 @@ impl ConfigIndex {
                 }
             }
             ix.any.insert(kind, true);
+            ix.by_name
+                .entry((kind, o.name.clone()))
+                .or_default()
+                .push(o.namespace.clone());
             ix.map
                 .entry((kind, o.namespace.clone(), o.name.clone()))
                 .or_default()
@@ -203,10 +215,8 @@ impl ConfigIndex {
             .or_else(|| self.map.get(&(kind, None, name.to_string())))
             .or_else(|| {
                 if ns.is_none() {
-                    self.map
-                        .iter()
-                        .find(|((k, _, n), _)| *k == kind && n == name)
-                        .map(|(_, v)| v)
+                    let any = self.by_name.get(&(kind, name.to_string()))?.first()?;
+                    self.map.get(&(kind, any.clone(), name.to_string()))
                 } else {
                     None
                 }
@@ -216,11 +226,10 @@ impl ConfigIndex {
     /// Namespaces where an object of that kind and name exists.
     pub fn namespaces_of(&self, kind: RefKind, name: &str) -> Vec<String> {
         let mut v: Vec<String> = self
-            .map
-            .keys()
-            .filter(|(k, _, n)| *k == kind && n == name)
-            .filter_map(|(_, ns, _)| ns.clone())
-            .collect();
+            .by_name
+            .get(&(kind, name.to_string()))
+            .map(|v| v.iter().flatten().cloned().collect())
+            .unwrap_or_default();
         v.sort();
         v
     }
@@ -240,6 +249,14 @@ impl<'a> Ctx<'a> {
             options,
             configs: ConfigIndex::of(input),
             old_configs: options.against.as_ref().map(ConfigIndex::of),
+            old_objects: options
+                .against
+                .iter()
+                .flat_map(|i| i.objects.iter())
+                .map(|o| ((o.kind.clone(), o.namespace.clone(), o.name.clone()), o))
+                .collect(),
+            run_time_names: refs::run_time_names(input),
+            totals: Default::default(),
         }
     }
 
@@ -250,12 +267,9 @@ impl<'a> Ctx<'a> {
 
 /// The same object (kind, namespace, name) in the older render.
 pub fn old_twin<'a>(cx: &Ctx<'a>, obj: &Object) -> Option<&'a Object> {
-    cx.options
-        .against
-        .as_ref()?
-        .objects
-        .iter()
-        .find(|o| o.kind == obj.kind && o.name == obj.name && o.namespace == obj.namespace)
+    cx.old_objects
+        .get(&(obj.kind.clone(), obj.namespace.clone(), obj.name.clone()))
+        .copied()
 }
 
 /// For each container of the object's pod spec: run `f`.
@@ -293,7 +307,14 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// The closest name to `want` among `have`, when it is a likely typo.
 pub fn near<'b>(want: &str, have: impl Iterator<Item = &'b str>) -> Option<&'b str> {
     let norm = |s: &str| s.to_ascii_lowercase().replace(['-', '_', '.'], "");
-    have.filter(|h| *h != want)
+    let digits = |s: &str| {
+        s.chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect::<String>()
+    };
+    have.filter(|h| *h != want && h.len().abs_diff(want.len()) <= 3)
+        // `web-1` and `web-2` are two names, not a typo.
+        .filter(|h| digits(h) != digits(want) || !h.chars().any(|c| c.is_ascii_digit()))
         .map(|h| {
             let d = if norm(h) == norm(want) {
                 0
@@ -321,6 +342,9 @@ mod tests {
         assert_eq!(near("api_key", have.iter().copied()), Some("api-key"));
         assert_eq!(near("SMTP_HOST", have.iter().copied()), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // Names that differ only in their numbers are distinct objects.
+        assert_eq!(near("web-1", ["web-2"].into_iter()), None);
+        assert_eq!(near("web-1", ["wen-1"].into_iter()), Some("wen-1"));
     }
 
     #[test]

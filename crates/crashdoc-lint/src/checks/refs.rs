@@ -314,32 +314,47 @@ spec:
     },
 };
 
-/// Whether something in the input creates the object at run time: a Role
-/// granting access to it by name (`resourceNames`), or a Job naming it.
-fn created_at_run_time(cx: &super::Ctx, name: &str) -> bool {
-    let named = |v: &Value| v.as_str() == Some(name);
-    cx.input.objects.iter().any(|o| match o.kind.as_str() {
-        "Role" | "ClusterRole" => {
-            o.value
-                .get("rules")
-                .and_then(Value::as_array)
-                .is_some_and(|rs| {
-                    rs.iter().any(|r| {
-                        r.get("resourceNames")
-                            .and_then(Value::as_array)
-                            .is_some_and(|n| n.iter().any(named))
-                    })
-                })
+/// The names something in the input creates at run time: objects a Role
+/// grants by name (`resourceNames`), words of a Job's command line.
+pub(crate) fn run_time_names(input: &crate::input::Input) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    for o in &input.objects {
+        match o.kind.as_str() {
+            "Role" | "ClusterRole" => {
+                for r in o
+                    .value
+                    .get("rules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    for n in r
+                        .get("resourceNames")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                    {
+                        if let Some(n) = n.as_str() {
+                            out.insert(n.to_string());
+                        }
+                    }
+                }
+            }
+            "Job" | "CronJob" => {
+                if let Some((spec, sp)) = k8s::pod_spec(o) {
+                    for c in k8s::containers(spec, &sp, true) {
+                        out.extend(
+                            c.command_line()
+                                .split(|ch: char| ch.is_whitespace() || ch == '=')
+                                .map(str::to_string),
+                        );
+                    }
+                }
+            }
+            _ => {}
         }
-        "Job" | "CronJob" => k8s::pod_spec(o).is_some_and(|(spec, sp)| {
-            k8s::containers(spec, &sp, true).iter().any(|c| {
-                c.command_line()
-                    .split(|ch: char| ch.is_whitespace() || ch == '=')
-                    .any(|w| w == name)
-            })
-        }),
-        _ => false,
-    })
+    }
+    out
 }
 
 pub static MISSING_OBJECT: Check = Check {
@@ -404,7 +419,7 @@ spec:
                 .is_some()
                 || !cx.configs.namespaces_of(r.kind, &r.name).is_empty()
                 || near(&r.name, cx.configs.names(r.kind)).is_some()
-                || created_at_run_time(cx, &r.name)
+                || cx.run_time_names.contains(&r.name)
             {
                 continue; // present, cross-namespace, a typo (other checks say it better), or made at run time
             }

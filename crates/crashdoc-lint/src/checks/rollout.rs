@@ -52,7 +52,7 @@ fn replicas(obj: &crate::input::Object) -> u64 {
 fn check(
     cx: &Ctx,
     oi: usize,
-    resource: &str,
+    resource: &'static str,
     capacity: f64,
     show: &dyn Fn(f64) -> String,
     out: &mut Vec<Hit>,
@@ -70,13 +70,14 @@ fn check(
         return;
     }
     // Everything else in the input that holds the resource in steady state.
-    let total: f64 = cx
-        .input
-        .objects
-        .iter()
-        .filter(|o| matches!(o.kind.as_str(), "Deployment" | "StatefulSet"))
-        .map(|o| per_pod(o, resource) * replicas(o) as f64)
-        .sum();
+    let total: f64 = *cx.totals.borrow_mut().entry(resource).or_insert_with(|| {
+        cx.input
+            .objects
+            .iter()
+            .filter(|o| matches!(o.kind.as_str(), "Deployment" | "StatefulSet"))
+            .map(|o| per_pod(o, resource) * replicas(o) as f64)
+            .sum()
+    });
     let strategy = obj.value.pointer("/spec/strategy");
     if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
         return;
