@@ -96,13 +96,34 @@ pub fn catalog_text(cause: Option<Cause>, family: Option<&str>) -> String {
             );
         }
     }
+    let classes: Vec<_> = crate::classes::all()
+        .iter()
+        .filter(|k| cause.is_none_or(|c| k.rules.contains(&c)))
+        .collect();
+    if family.is_none_or(|f| f == "classes") && !classes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## classes (messages the rules tell apart; they support no cause alone)"
+        );
+        for k in &classes {
+            let rules: Vec<&str> = k.rules.iter().map(|c| c.id()).collect();
+            let _ = writeln!(
+                out,
+                "{:40} {:22} {}\n    source: {}",
+                k.id,
+                rules.join(","),
+                k.meaning,
+                k.source
+            );
+        }
+    }
     let _ = writeln!(out, "\n{} entries.", list.len());
     out
 }
 
 /// `crashdoc explain CAUSE`: the rule's documentation, the precedence it
-/// declares, the catalog entries of its cause and the Kubernetes reasons
-/// mapped to it, each with its source.
+/// declares, the catalog entries of its cause, the message classes its rule
+/// reads and the Kubernetes reasons mapped to it, each with its source.
 pub fn explain(c: Cause) -> String {
     let mut out = String::new();
     let Some(r) = crate::rules::rule(c) else {
@@ -135,6 +156,29 @@ pub fn explain(c: Cause) -> String {
                 e.places.join(","),
                 e.meaning,
                 e.source
+            );
+        }
+        let _ = writeln!(out);
+    }
+    let classes: Vec<_> = crate::classes::for_cause(c).collect();
+    if !classes.is_empty() {
+        let _ = writeln!(
+            out,
+            "Messages the rule tells apart (message classes, catalog/classes.yaml):"
+        );
+        for k in classes {
+            let _ = writeln!(
+                out,
+                "  {:40} [{}] {}\n      source: {}",
+                k.id,
+                k.places
+                    .list()
+                    .iter()
+                    .map(|p| p.id())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                k.meaning,
+                k.source
             );
         }
         let _ = writeln!(out);
@@ -176,8 +220,20 @@ mod tests {
     }
 
     #[test]
+    fn explain_shows_the_message_classes_a_rule_reads() {
+        let t = explain(Cause::ProbeKill);
+        assert!(t.contains("Messages the rule tells apart"), "{t}");
+        assert!(t.contains("probe.http-404"), "{t}");
+        // A rule that reads none shows no such section.
+        assert!(!explain(Cause::PortConflict).contains("Messages the rule tells apart"));
+    }
+
+    #[test]
     fn the_listing_names_every_entry() {
         let t = catalog_text(None, None);
+        for k in crate::classes::all() {
+            assert!(t.contains(&k.id), "{} is not listed", k.id);
+        }
         for s in catalog::signatures() {
             assert!(t.contains(s.id), "{} not listed", s.id);
         }

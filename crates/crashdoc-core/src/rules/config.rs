@@ -4,6 +4,7 @@
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
+use crate::classes;
 use crate::model::*;
 use crate::scan::SigKind;
 use crate::strength::{Strength, adjust};
@@ -57,7 +58,9 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
         .listed_status
         .as_ref()
         .filter(|s| s.value.contains("CreateContainerConfigError"));
-    let run_as_non_root = messages.iter().any(|(m, _)| m.contains("runAsNonRoot"));
+    let run_as_non_root = messages
+        .iter()
+        .any(|(m, _)| classes::is("security.run-as-non-root", m));
     for (m, cite) in &messages {
         let (kind, name, key) = if let Some(c) = NO_KEY.captures(m) {
             (c[2].to_string(), c[3].to_string(), Some(c[1].to_string()))
@@ -328,7 +331,7 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
             continue;
         }
         out.push(
-            Finding::new(Cause::AuthFailure, 0.84, format!("Secret {} has empty credential keys ({}): the program starts without credentials", o.name, empty.join(", ")))
+            Finding::new(Cause::AuthFailure, Strength::Strong.score(), format!("Secret {} has empty credential keys ({}): the program starts without credentials", o.name, empty.join(", ")))
                 .container(cx.focus_name())
                 .cite(&o.cite)
                 .fix(format!("put the real values into Secret {} (its keys {} are 0 bytes)", o.name, empty.join(", ")))

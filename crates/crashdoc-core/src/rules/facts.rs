@@ -5,6 +5,7 @@
 //! these, never another rule's helpers.
 
 use super::Context;
+use crate::classes;
 use crate::model::*;
 use crate::scan::{SigKind, Stage};
 use crate::time::human_duration;
@@ -302,9 +303,7 @@ pub fn paths_in(line: &str) -> Vec<&str> {
 
 /// A runtime start error that is about mounting a volume, not the entrypoint.
 pub fn is_mount_error(msg: &str) -> bool {
-    msg.contains("error mounting")
-        || msg.contains("mount src=")
-        || (msg.contains("mount") && msg.contains("not a directory"))
+    classes::is("start.mount-error", msg)
 }
 
 /// `spec.containers{name}` or `"name":` in an event message.
@@ -327,15 +326,11 @@ pub fn container_in_event(e: &Event) -> Option<String> {
 
 pub fn probe_events<'a>(cx: &Context<'a>) -> (Vec<&'a Event>, Vec<&'a Event>, Vec<&'a Event>) {
     let unhealthy = cx.events_with(|e| {
-        e.reason == "Unhealthy"
-            && (e.message.contains("Liveness probe") || e.message.contains("Startup probe"))
+        e.reason == "Unhealthy" && classes::is("probe.liveness-or-startup-failed", &e.message)
     });
     let killing = cx.events_with(|e| {
         (e.reason == "Killing" || e.reason == "Unhealthy")
-            && (e.message.contains("failed liveness probe")
-                || e.message.contains("failed startup probe")
-                || e.message.contains("failed liveness")
-                || e.message.contains("failed startup"))
+            && classes::is("probe.restart-after-failure", &e.message)
     });
     let cut = cx.events_with(|e| e.reason == "Unhealthy" && e.message.trim().is_empty());
     (unhealthy, killing, cut)

@@ -5,6 +5,7 @@ use super::facts::{death_stage, model_server};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
+use crate::classes;
 use crate::scan::Stage;
 use crate::strength::{Strength, adjust};
 use regex::Regex;
@@ -220,7 +221,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         && n.allocatable.get("nvidia.com/gpu").is_none_or(|v| v == "0")
     {
         out.push(
-            Finding::new(Cause::GpuUnavailable, 0.8, format!("the pod requests nvidia.com/gpu but node {} advertises none: its device plugin is missing or unhealthy", n.name))
+            Finding::new(Cause::GpuUnavailable, Strength::Strong.score(), format!("the pod requests nvidia.com/gpu but node {} advertises none: its device plugin is missing or unhealthy", n.name))
                 .container(cx.focus_name())
                 .cite(&g.cite)
                 .fix(format!("check the NVIDIA device plugin (or GPU operator) pod on node {}: restart it, then delete the rejected pod so it is scheduled again", n.name))
@@ -229,7 +230,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         );
     }
     if let Some(e) = cx
-        .events_with(|e| e.reason == "FailedScheduling" && e.message.contains("nvidia.com/gpu"))
+        .events_with(|e| e.reason == "FailedScheduling" && classes::is("schedule.gpu", &e.message))
         .first()
     {
         out.push(
@@ -245,7 +246,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
     for c in &cx.pod.containers {
         if let Some(d) = c.unhealthy_devices.first() {
             out.push(
-                Finding::new(Cause::GpuUnavailable, 0.88, format!("the kubelet reports the device allocated to {} as unhealthy ({})", super::who(Some(&c.name)), d.value))
+                Finding::new(Cause::GpuUnavailable, Strength::Decisive.score(), format!("the kubelet reports the device allocated to {} as unhealthy ({})", super::who(Some(&c.name)), d.value))
                     .container(Some(&c.name))
                     .cite(&d.cite)
                     .fix("move the pod off the node (cordon it) and have the GPU checked; the device plugin marks a GPU unhealthy after XID errors or a lost device")
@@ -254,10 +255,7 @@ fn check_gpu_unavailable(cx: &Context) -> Vec<Finding> {
         }
     }
     if let Some(e) = cx
-        .events_with(|e| {
-            e.message.contains("UnexpectedAdmissionError")
-                || e.message.contains("Allocate failed due to")
-        })
+        .events_with(|e| classes::is("admission.device-allocate-failed", &e.message))
         .first()
     {
         out.push(

@@ -5,6 +5,7 @@ use super::facts::paths_in;
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
+use crate::classes;
 use crate::model::*;
 use crate::strength::{Strength, adjust};
 
@@ -41,15 +42,19 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     let pod = cx.pod;
     let resource_of = |m: &str| -> Option<&'static str> {
-        if m.contains("ephemeral") {
-            Some("ephemeral-storage")
-        } else if m.contains("resource: memory") {
-            Some("memory")
-        } else if m.contains("disk") || m.contains("nodefs") || m.contains("imagefs") {
-            Some("disk")
-        } else {
-            None
-        }
+        let class = classes::which(
+            &[
+                "evicted.ephemeral-storage",
+                "evicted.memory",
+                "evicted.disk",
+            ],
+            m,
+        )?;
+        Some(match class.id.as_str() {
+            "evicted.ephemeral-storage" => "ephemeral-storage",
+            "evicted.memory" => "memory",
+            _ => "disk",
+        })
     };
     let mut f = Finding::new(Cause::NodePressure, 0.0, String::new()).container(cx.focus_name());
     let mut message = String::new();
@@ -151,10 +156,9 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     for e in cx.events_with(|e| {
         (e.reason == "FailedMount" || e.reason == "FailedAttachVolume")
-            && !(e.message.contains("not found")
-                && (e.message.contains("configmap") || e.message.contains("secret")))
+            && !classes::is("volume.ref-not-found", &e.message)
     }) {
-        let multi = e.message.contains("Multi-Attach");
+        let multi = classes::is("volume.multi-attach", &e.message);
         let f = Finding::new(
             Cause::Volume,
             if multi { Strength::Certain.score() } else { Strength::Decisive.score() },
@@ -183,7 +187,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
         .iter()
         .find(|(m, _)| crate::rules::facts::is_mount_error(m))
     {
-        let onto_file = m.contains("not a directory") || m.contains("directory onto a file");
+        let onto_file = classes::is("start.onto-file", m);
         let target = m
             .split("to rootfs at \"")
             .nth(1)
@@ -359,8 +363,11 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
         .map(|e| (e.message.as_str(), &e.cite))
         .collect();
     messages.extend(cx.state_messages());
-    if let Some((m, cite)) = messages.iter().find(|(m, _)| m.contains("runAsNonRoot")) {
-        let nonnumeric = m.contains("non-numeric user");
+    if let Some((m, cite)) = messages
+        .iter()
+        .find(|(m, _)| classes::is("security.run-as-non-root", m))
+    {
+        let nonnumeric = classes::is("security.non-numeric-user", m);
         let mut f = Finding::new(
             Cause::Permission,
             Strength::Certain.score(),
@@ -486,7 +493,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
         .pod
         .events
         .iter()
-        .any(|e| e.reason == "Pulled" || e.message.contains("Successfully pulled"));
+        .any(|e| e.reason == "Pulled" || classes::is("image.pulled", &e.message));
     let ran = cx.pod.containers.iter().any(|c| {
         c.last_state.is_some()
             || c.restarts() > 0
@@ -621,7 +628,7 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
                 format!("the pod waited to be scheduled ({why}) but has been scheduled since");
             f = f.why("a node was found later; the scheduling wait does not explain the failures after it");
         }
-        if m.contains("nvidia.com/gpu") {
+        if classes::is("schedule.gpu", m) {
             f = f
                 .fix("free GPUs held by leftover pods, or add GPU nodes; `kubectl describe nodes` shows nvidia.com/gpu allocated versus allocatable")
                 .cmd("kubectl get pods -A -o wide --field-selector status.phase=Running | grep -i gpu".to_string())
@@ -658,7 +665,7 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         for e in cx.events_with(|e| e.reason == "FailedBinding" || e.reason == "ProvisioningFailed")
         {
             f = f.cite(&e.cite);
-            if e.message.contains("no storage class") {
+            if classes::is("volume.no-storage-class", &e.message) {
                 f.summary.push_str(
                     ": no PersistentVolume matches and no StorageClass is set to provision one",
                 );

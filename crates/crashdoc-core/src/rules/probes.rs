@@ -5,6 +5,7 @@ use super::facts::{probe_events, run_matches_liveness};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
+use crate::classes;
 use crate::model::*;
 use crate::scan::SigKind;
 use crate::strength::Strength;
@@ -39,25 +40,19 @@ pub static PROBE_KILL: Rule = Rule {
     check: check_probe_kill,
 };
 
-/// What a probe failure message says about the cause.
+/// What a probe failure message says about the cause: the meaning of the
+/// first message class it belongs to.
 fn explain_probe_message(msg: &str) -> Option<&'static str> {
-    let m = msg.to_ascii_lowercase();
-    Some(
-        if m.contains("statuscode: 404") || m.contains("status code 404") {
-            "the probe gets 404: the health endpoint it calls does not exist (wrong path or the server has none)"
-        } else if m.contains("connection refused") {
-            "nothing listens on the probe's port yet: the program is still starting (or listens on another port)"
-        } else if m.contains("timeout")
-            || m.contains("deadline exceeded")
-            || m.contains("timed out")
-        {
-            "the probe timed out: the program (or the node) is too slow to answer within timeoutSeconds"
-        } else if m.contains("statuscode: 5") {
-            "the health endpoint answers with a server error: it may depend on something that is not ready"
-        } else {
-            return None;
-        },
+    classes::which(
+        &[
+            "probe.http-404",
+            "probe.connection-refused",
+            "probe.timeout",
+            "probe.http-5xx",
+        ],
+        msg,
     )
+    .map(|c| c.meaning.as_str())
 }
 
 fn check_probe_kill(cx: &Context) -> Vec<Finding> {
@@ -85,7 +80,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         let kind = if unhealthy
             .iter()
             .chain(killing.iter())
-            .any(|e| e.message.contains("Startup"))
+            .any(|e| classes::is("probe.startup-failed", &e.message))
         {
             "startup"
         } else {
@@ -227,7 +222,10 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
             f = f.why("for a model server, a liveness endpoint that only answers once the model is loaded fails during the whole load; the startupProbe covers that window");
         }
     }
-    if unhealthy.iter().any(|e| e.message.contains("404")) {
+    if unhealthy
+        .iter()
+        .any(|e| classes::is("probe.http-404", &e.message))
+    {
         f = f.fix(
             "point the probe at an endpoint the server actually serves (the probe received 404)",
         );

@@ -4,6 +4,7 @@ use super::facts::{container_in_event, is_mount_error};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
+use crate::classes;
 use crate::model::*;
 use crate::scan::SigKind;
 use crate::strength::Strength;
@@ -170,7 +171,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
         out.push(f.cmd(cx.kubectl(&format!("top pod {} --containers", cx.pod_name()))));
     }
     for e in cx.events_with(|e| {
-        e.reason == "OOMKilling" || e.message.contains("Memory cgroup out of memory")
+        e.reason == "OOMKilling" || classes::is("kernel.memcg-oom-kill", &e.message)
     }) {
         out.push(
             Finding::new(
@@ -395,9 +396,7 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
                 if is_mount_error(msg) {
                     continue;
                 }
-                let strong = msg.contains("executable file not found")
-                    || msg.contains("exec format error")
-                    || msg.contains("no such file");
+                let strong = classes::is("start.entrypoint-missing", msg);
                 out.push(
                     Finding::new(
                         Cause::BadCommand,
@@ -416,14 +415,10 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         }
     }
     let start_events = cx.events_with(|e| {
-        e.reason == "Failed"
-            && (e.message.contains("executable file not found")
-                || e.message.contains("exec format error")
-                || (e.message.contains("exec: \"") && e.message.contains("no such file"))
-                || e.message.contains("starting container process caused"))
+        e.reason == "Failed" && classes::is("start.entrypoint-failed", &e.message)
     });
     if let Some(e) = start_events.first() {
-        let arch = e.message.contains("exec format error");
+        let arch = classes::is("runtime.exec-format-error", &e.message);
         let mut f = Finding::new(
             Cause::BadCommand,
             Strength::Certain.score(),
@@ -453,7 +448,7 @@ fn check_bad_command(cx: &Context) -> Vec<Finding> {
         let arch = f
             .evidence
             .iter()
-            .any(|e| e.text.contains("exec format error"));
+            .any(|e| classes::is("runtime.exec-format-error", &e.text));
         if arch {
             f = f
                 .fix("use an image built for the node's architecture (check `kubectl get node -L kubernetes.io/arch` against the image's platforms)")
@@ -605,15 +600,10 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
                 .cmd(cx.kubectl("get events --sort-by=.lastTimestamp")),
         );
     }
-    let stops = cx.events_with(|e| {
-        e.reason == "Killing"
-            && e.message.contains("Stopping container")
-            && !e.message.contains("probe")
-    });
+    let stops =
+        cx.events_with(|e| e.reason == "Killing" && classes::is("container.stopping", &e.message));
     let probe_events = cx.events_with(|e| {
-        e.reason == "Unhealthy"
-            || e.message.contains("failed liveness")
-            || e.message.contains("failed startup")
+        e.reason == "Unhealthy" || classes::is("probe.restart-after-failure", &e.message)
     });
     let evicted = cx.events_with(|e| e.reason == "Evicted");
     if let Some(e) = stops.first()
