@@ -25,6 +25,7 @@
 # CRASHDOC_LIVE=0 skips the live tier (tests/cluster/live.sh), which otherwise
 # runs after the scenarios and adds one line (and one count) to the summary.
 # CRASHDOC_MCP=0 skips the MCP client's live calls (tests/mcp/run.sh --live), one more line.
+# CRASHDOC_LINT_LIVE=0 skips `crashdoc lint --live` (tests/cluster/lint-live.sh), one more line.
 # CRASHDOC_WATCH=1 runs the watch drills (tests/cluster/watch.sh) after live.sh,
 # one more line; CRASHDOC_WATCH_STORM=1 adds their storm drill.
 set -uo pipefail
@@ -142,6 +143,17 @@ if (( have_crashdoc )) && [[ "${CRASHDOC_LIVE:-1}" != 0 && -x "$TESTS/live.sh" ]
   else
     echo "FAIL live.sh: $live_summary: $(grep '^FAIL' "$ROOT/target/cluster/live.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/live.txt)"
     failed=$((failed + 1))
+  fi
+fi
+
+# crashdoc lint --live (tests/cluster/lint-live.sh: the preventable scenarios flagged
+# with their cause, no Secret value, only get/list in the audit log) counts as one line;
+# its own lines go to target/cluster/lint-live.txt. CRASHDOC_LINT_LIVE=0 skips it.
+if (( have_crashdoc )) && [[ "${CRASHDOC_LINT_LIVE:-1}" != 0 && -x "$TESTS/lint-live.sh" ]]; then
+  if CRASHDOC_BIN="$CRASHDOC" "$TESTS/lint-live.sh" > "$ROOT/target/cluster/lint-live.txt" 2>&1; then
+    echo "PASS lint-live.sh: $(tail -n1 "$ROOT/target/cluster/lint-live.txt")"; passed=$((passed + 1))
+  else
+    echo "FAIL lint-live.sh: $(grep '^FAIL' "$ROOT/target/cluster/lint-live.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/lint-live.txt)"; failed=$((failed + 1))
   fi
 fi
 

@@ -173,7 +173,12 @@ pub fn manifest(pod: &Pod) -> Value {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
     } else {
         if let Some(o) = &pod.owner {
-            meta["name"] = o.name.clone().into();
+            // A ReplicaSet is named DEPLOYMENT-HASH.
+            let name = match o.kind.as_str() {
+                "ReplicaSet" => o.name.rsplit_once('-').map_or(o.name.as_str(), |(d, _)| d),
+                _ => o.name.as_str(),
+            };
+            meta["name"] = name.into();
         }
         json!({"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": {"template": {"spec": spec}}})
     }

@@ -71,9 +71,167 @@ pub struct LintArgs {
     /// bundle, a paste): lint the pod specs it shows.
     #[arg(long)]
     evidence: bool,
+    /// Lint the cluster's workloads instead (get and list only; Secrets: key names only).
+    /// The first PATH, if any, is a TARGET: deploy/NAME, sts/NAME, ds/NAME, job/NAME, cronjob/NAME, pod/NAME.
+    #[arg(long)]
+    live: bool,
+    /// With --live: every namespace.
+    #[arg(short = 'A', long, requires = "live")]
+    all_namespaces: bool,
+    /// With --live: namespace (default: the context's).
+    #[arg(short = 'n', long, requires = "live")]
+    namespace: Option<String>,
+    /// With --live: the kubeconfig context.
+    #[arg(long, requires = "live")]
+    context: Option<String>,
+    /// With --live: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long, requires = "live")]
+    kubeconfig: Option<PathBuf>,
     /// List every check and exit.
     #[arg(long)]
     list: bool,
+}
+
+/// Remove what lint never reads and nobody should print: managed fields,
+/// status, the last-applied annotation (it may hold a whole Secret).
+fn trim(mut v: serde_json::Value) -> serde_json::Value {
+    if let Some(m) = v.as_object_mut() {
+        m.remove("status");
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        meta.remove("managedFields");
+        if let Some(a) = meta.get_mut("annotations").and_then(|a| a.as_object_mut()) {
+            a.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+    v
+}
+
+/// `--live`: the workloads, ConfigMaps and Secrets (key names only) of the
+/// namespace (or all), read with list requests only.
+async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
+    use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
+    use kube::api::{Api, ListParams};
+    let (client, default_ns) =
+        crashdoc_kube::client(a.kubeconfig.as_deref(), a.context.as_deref()).await?;
+    let ns = a.namespace.clone().unwrap_or(default_ns);
+    let target = a.paths.first().map(|p| p.display().to_string());
+    let (tkind, tname) = match target.as_deref().and_then(|t| t.split_once('/')) {
+        Some((k, n)) => {
+            let kind = match k {
+                "deploy" | "deployment" | "deployments" => "Deployment",
+                "sts" | "statefulset" | "statefulsets" => "StatefulSet",
+                "ds" | "daemonset" | "daemonsets" => "DaemonSet",
+                "job" | "jobs" => "Job",
+                "cronjob" | "cronjobs" | "cj" => "CronJob",
+                "pod" | "pods" | "po" => "Pod",
+                other => anyhow::bail!(
+                    "`{other}/{n}` is not a workload TARGET (deploy/NAME, sts/NAME, ds/NAME, job/NAME, cronjob/NAME, pod/NAME)"
+                ),
+            };
+            (Some(kind), Some(n.to_string()))
+        }
+        None if target.is_some() => (Some("Pod"), target.clone()),
+        None => (None, None),
+    };
+    macro_rules! list {
+        ($t:ty) => {{
+            let api: Api<$t> = if a.all_namespaces {
+                Api::all(client.clone())
+            } else {
+                Api::namespaced(client.clone(), &ns)
+            };
+            async move { api.list(&ListParams::default()).await }
+        }};
+    }
+    let lp_err = |what: &'static str| {
+        move |e: kube::Error| anyhow::Error::new(e).context(format!("cannot list {what}"))
+    };
+    let (deps, stss, dss, jobs, cjs, pods, cms, secrets) = futures::join!(
+        list!(apps::Deployment),
+        list!(apps::StatefulSet),
+        list!(apps::DaemonSet),
+        list!(batch::Job),
+        list!(batch::CronJob),
+        list!(core::Pod),
+        list!(core::ConfigMap),
+        list!(core::Secret),
+    );
+    let mut input = Input::default();
+    let mut add = |kind: &str, v: serde_json::Value| {
+        let v = trim(v);
+        let name = v
+            .pointer("/metadata/name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string();
+        let ns = v
+            .pointer("/metadata/namespace")
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string();
+        if let (Some(k), Some(n)) = (tkind, &tname)
+            && !matches!(kind, "ConfigMap" | "Secret")
+            && (k != kind || n != &name)
+        {
+            return;
+        }
+        let mut v = v;
+        v["kind"] = kind.into();
+        input.add_object_value(&format!("live:{ns}/{kind}/{name}"), v);
+    };
+    macro_rules! each {
+        ($r:expr, $kind:literal, $what:literal) => {
+            for o in $r.map_err(lp_err($what))?.items {
+                add($kind, serde_json::to_value(&o)?);
+            }
+        };
+    }
+    each!(deps, "Deployment", "deployments");
+    each!(stss, "StatefulSet", "statefulsets");
+    each!(dss, "DaemonSet", "daemonsets");
+    each!(jobs, "Job", "jobs");
+    each!(cjs, "CronJob", "cronjobs");
+    // Pods a controller owns are linted through their workload.
+    for p in pods.map_err(lp_err("pods"))?.items {
+        if p.metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|o| !o.is_empty())
+        {
+            continue;
+        }
+        add("Pod", serde_json::to_value(&p)?);
+    }
+    each!(cms, "ConfigMap", "configmaps");
+    // Secrets: the key names only; the values are dropped here, before anything else sees them.
+    for s in secrets.map_err(lp_err("secrets"))?.items {
+        let mut keys = serde_json::Map::new();
+        for k in s
+            .data
+            .iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .chain(s.string_data.iter().flatten().map(|(k, _)| k))
+        {
+            keys.insert(k.clone(), serde_json::Value::Null);
+        }
+        add(
+            "Secret",
+            serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": s.metadata.name, "namespace": s.metadata.namespace}, "data": keys}),
+        );
+    }
+    if input.objects.is_empty() {
+        anyhow::bail!(crashdoc_lint::input::InputError::NoObjects(format!(
+            "the cluster{}",
+            if a.all_namespaces {
+                String::new()
+            } else {
+                format!(" (namespace {ns})")
+            }
+        )));
+    }
+    Ok(input)
 }
 
 /// The pod specs that evidence shows, as manifests.
@@ -165,7 +323,7 @@ fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
         write!(out, "{}", output::list())?;
         return Ok(ExitCode::SUCCESS);
     }
-    if a.paths.is_empty() {
+    if a.paths.is_empty() && !a.live {
         anyhow::bail!(crashdoc_lint::input::InputError::NoObjects(
             "no PATH given (use `-` for standard input)".into()
         ));
@@ -192,7 +350,9 @@ fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
     if let Some(old) = &a.against {
         options.against = Some(read(std::slice::from_ref(old), "the older render")?);
     }
-    let input = if a.evidence {
+    let input = if a.live {
+        crate::live::runtime()?.block_on(read_live(&a))?
+    } else if a.evidence {
         read_evidence(&a.paths)?
     } else {
         read(&a.paths, "manifests")?

@@ -209,3 +209,29 @@ fn near_misses_are_clean_from_the_binary_too() {
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("one-shot"), "{out}");
 }
+
+#[test]
+fn evidence_mode_lints_the_spec_a_describe_shows() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/slow-start-liveness"
+    );
+    let (code, out, err) = crashdoc(&["lint", "--evidence", dir], None);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("error[probe/liveness-without-startup] Deployment llm/mixtral:"),
+        "{out}"
+    );
+    // The same folder as manifests holds no Kubernetes object.
+    let (code, _, _) = crashdoc(&["lint", dir], None);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn cluster_flags_need_live() {
+    let (code, _, err) = crashdoc(
+        &["lint", "-", "-n", "llm"],
+        Some(example("image/mutable-tag")),
+    );
+    assert_eq!(code, 2, "{err}");
+}
