@@ -280,7 +280,7 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
         let l = &s.hit.line.text;
         if let Some(c) = RBAC.captures(l) {
             format!("ServiceAccount {} may not {} {} (API group \"{}\"): RBAC denies what the program needs", &c[3], &c[4], &c[5], &c[6])
-        } else if l.contains("HF_TOKEN") || l.contains("huggingface") || l.contains("gated") {
+        } else if classes::is("auth.model-hub", l) {
             "the model hub refused the token (missing, invalid or without access to a gated model)".to_string()
         } else {
             format!("authentication failed: {}", s.hit.sig.meaning)
@@ -293,11 +293,10 @@ fn check_auth(cx: &Context) -> Vec<Finding> {
             ))
             .cmd(format!("kubectl auth can-i {verb} {resource}{} --as=system:serviceaccount:{ns}:{sa} -n {ns}", if group.is_empty() { String::new() } else { format!(".{group}") }));
         } else if f.summary.contains("model hub")
-            || f.evidence.iter().any(|e| {
-                ["HF_TOKEN", "huggingface", "gated", "hf_hub"]
-                    .iter()
-                    .any(|k| e.text.contains(k))
-            })
+            || f
+                .evidence
+                .iter()
+                .any(|e| classes::is("auth.model-hub", &e.text))
         {
             if !f.summary.contains("model hub") {
                 f.summary = "the model hub refused the token (missing, invalid or without access to a gated model)".to_string();

@@ -48,23 +48,18 @@ fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
     let server = model_server(cx.pod);
     let Some(mut f) = cx.from_logs(Cause::GpuOom, |s| {
         let l = &s.hit.line.text;
-        let when = if l.contains("cudagraph")
-            || l.contains("cuda_graph")
-            || l.contains("capture")
+        let when = if classes::is("gpu-oom.cuda-graphs", l)
             || s.log.is_some_and(|l| {
-                l.hits.iter().any(|h| {
-                    h.line.text.contains("cuda.graph") || h.line.text.contains("cudagraph")
-                })
+                l.hits
+                    .iter()
+                    .any(|h| classes::is("gpu-oom.cuda-graphs-in-log", &h.line.text))
             }) {
             " while capturing CUDA graphs"
-        } else if l.to_ascii_lowercase().contains("kv cache")
-            || l.contains("cache blocks")
+        } else if classes::is("gpu-oom.kv-cache", l)
             || s.log.is_some_and(|l| {
-                l.hits.iter().any(|h| {
-                    h.line
-                        .text
-                        .contains("failed to allocate buffer for kv cache")
-                })
+                l.hits
+                    .iter()
+                    .any(|h| classes::is("ms.llamacpp-kv-cache-alloc", &h.line.text))
             })
         {
             " sizing the KV cache"

@@ -3,6 +3,7 @@
 use super::{Context, Finding, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
+use crate::classes;
 use crate::scan::SigKind;
 use crate::strength::Strength;
 use regex::Regex;
@@ -62,20 +63,11 @@ fn check_missing_file(cx: &Context) -> Vec<Finding> {
         .map(|e| e.text.as_str())
         .collect::<Vec<_>>()
         .join(" ");
-    if all_text.contains("LocalEntryNotFound")
-        || all_text.contains("local cache")
-        || all_text.contains("outgoing traffic has been disabled")
-        || all_text.contains("HF_HUB_OFFLINE")
-    {
+    if classes::is("file.hf-offline-cache", &all_text) {
         f = f
             .fix("offline mode (HF_HUB_OFFLINE=1) needs the model in the cache: pre-load it into the cache volume (HF_HOME) with an init container or a Job, or unset HF_HUB_OFFLINE so the server can download it")
             .why("the server was told not to download and the cache it reads is empty or points elsewhere (check HF_HOME / the mountPath)");
-    } else if all_text.contains("Safetensor")
-        || all_text.to_ascii_lowercase().contains("incomplete")
-        || all_text.contains("truncated")
-        || all_text.contains("EOF")
-        || all_text.contains("magic")
-    {
+    } else if classes::is("file.incomplete-weights", &all_text) {
         f = f
             .fix("a weights file is incomplete: delete the partial files from the cache and download again, and give the cache volume room for the whole model")
             .why("a download cut short (a killed pod, a full volume) leaves a truncated shard that every later start fails to read");
@@ -274,18 +266,18 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
         let text = crate::text::strip_log_prefix(&s.hit.line.text)
             .trim()
             .to_string();
-        let lang = if text.starts_with("panic:")
-            || s.log
-                .is_some_and(|l| l.hits.iter().any(|h| h.line.text.contains("goroutine ")))
+        let in_log = |is: &dyn Fn(&str) -> bool| {
+            s.log
+                .is_some_and(|l| l.hits.iter().any(|h| is(&h.line.text)))
+        };
+        let lang = if classes::is("crash.go-panic", &text)
+            || in_log(&|t| classes::is("crash.go-panic", t))
         {
             "a Go panic"
-        } else if text.contains("panicked at") {
+        } else if classes::is("crash.rust-panic", &text) {
             "a Rust panic"
-        } else if s.log.is_some_and(|l| {
-            l.hits
-                .iter()
-                .any(|h| h.line.text.contains("Traceback (most recent call last)"))
-        }) || text.contains("Error:") && !text.starts_with("Error:")
+        } else if in_log(&|t| classes::is("crash.python-traceback", t))
+            || classes::is("crash.named-exception", &text)
         {
             "an unhandled exception"
         } else {
@@ -301,7 +293,7 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
         )
         .container(s.container.as_deref().or(cx.focus_name()))
         .cite(&s.cite());
-        if text.contains("nil pointer") || text.contains("NoneType") || text.contains("null") {
+        if classes::is("crash.nil-dereference", &text) {
             f = f.why("a nil/None dereference: the program met data it did not expect (often an object missing a field); the stack's top frame in the program's own package says where");
         }
         let c = f.container.clone();

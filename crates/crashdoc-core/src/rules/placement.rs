@@ -291,16 +291,16 @@ fn check_disk_full(cx: &Context) -> Vec<Finding> {
     let sup = cx.log_support(Cause::DiskFull);
     let inotify = sup
         .iter()
-        .any(|s| s.hit.line.text.contains("file watchers") || s.hit.line.text.contains("inotify"));
+        .any(|s| classes::is("disk.watch-limit", &s.hit.line.text));
     let real_space = sup
         .iter()
-        .any(|s| s.hit.line.text.to_ascii_lowercase().contains("space"));
+        .any(|s| classes::is("disk.space", &s.hit.line.text));
     if inotify && !real_space {
         return out;
     }
     if let Some(mut f) = cx.from_logs(Cause::DiskFull, |s| {
         let l = &s.hit.line.text;
-        if l.contains("shm") || l.contains("NCCL") {
+        if classes::is("disk.shared-memory", l) {
             "shared memory (/dev/shm) is full: the container's default 64 MiB /dev/shm is too small for NCCL / PyTorch workers".to_string()
         } else {
             let where_ = paths_in(l).first().map(|p| format!(" writing {p}")).unwrap_or_default();
@@ -393,23 +393,32 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
     }
     if let Some(mut f) = cx.from_logs(Cause::Permission, |s| {
         let l = &s.hit.line.text;
-        let what = if l.contains("chown") || l.contains("chmod") {
-            "the process may not change a file's owner or mode (a non-root user, or a volume it does not own)"
-        } else if l.contains("sysctl") {
-            "the container may not set a kernel parameter (sysctl): that needs a privileged init container or node setup"
-        } else {
-            s.hit.sig.meaning
-        };
+        let what =
+            if let Some(c) = classes::which(&["permission.chown-chmod", "permission.sysctl"], l) {
+                c.meaning.as_str()
+            } else {
+                s.hit.sig.meaning
+            };
         what.to_string()
     }) {
-        if let Some(c) = cx.pod.containers.iter().find_map(|c| c.run_as_user.as_ref()) {
+        if let Some(c) = cx
+            .pod
+            .containers
+            .iter()
+            .find_map(|c| c.run_as_user.as_ref())
+        {
             f = f.cite(&c.cite);
-            f.summary.push_str(&format!(" (it runs as UID {})", c.value));
+            f.summary
+                .push_str(&format!(" (it runs as UID {})", c.value));
         }
-        let l = f.evidence.first().map(|e| e.text.clone()).unwrap_or_default();
-        if l.contains("chown") || l.contains("chmod") {
+        let l = f
+            .evidence
+            .first()
+            .map(|e| e.text.clone())
+            .unwrap_or_default();
+        if classes::is("permission.chown-chmod", &l) {
             f = f.fix("let Kubernetes set the volume's group with securityContext.fsGroup instead of chown in the container, or run that step in an init container allowed to (runAsUser: 0)");
-        } else if l.contains("sysctl") {
+        } else if classes::is("permission.sysctl", &l) {
             f = f.fix("set the sysctl on the node (or in a privileged init container) instead of in the application container");
         } else {
             f = f.fix("run as a user that may access the path (runAsUser / fsGroup), or make the path writable for it");
