@@ -154,6 +154,16 @@ pub fn manifest(pod: &Pod) -> Value {
     }
     let name = pod.name.clone().unwrap_or_else(|| "pod".into());
     let mut meta = json!({"name": name});
+    // The startup the evidence measured (the log's serving line, or how long
+    // the run lasted plus the loading its progress bar still showed), for
+    // probe/budget-below-measured-startup.
+    let cx = crashdoc_core::rules::Context::new(pod);
+    if let Some((secs, how)) = crashdoc_core::rules::facts::startup_seconds(&cx) {
+        meta["annotations"] = json!({
+            crate::STARTUP_ANNOTATION: secs.to_string(),
+            crate::STARTUP_SOURCE_ANNOTATION: how,
+        });
+    }
     if let Some(ns) = &pod.namespace {
         meta["namespace"] = ns.clone().into();
     }

@@ -87,6 +87,13 @@ impl Report {
     }
 }
 
+/// How long the workload takes to start, in seconds, as measured (`crashdoc
+/// lint --evidence` sets it from a bundle's or paste's logs; set it by hand
+/// from `crashdoc history`): probe/budget-below-measured-startup reads it.
+pub const STARTUP_ANNOTATION: &str = "crashdoc.io/startup-seconds";
+/// Where the measurement comes from (free text, shown in the finding).
+pub const STARTUP_SOURCE_ANNOTATION: &str = "crashdoc.io/startup-source";
+
 /// The annotation that suppresses checks on one object.
 pub const IGNORE_ANNOTATION: &str = "crashdoc.io/ignore";
 

@@ -14,7 +14,8 @@ fn crashdoc(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
         .spawn()
         .unwrap();
     if let Some(s) = stdin {
-        child.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        // The binary may exit before reading (a bad flag or config): a broken pipe is fine.
+        let _ = child.stdin.take().unwrap().write_all(s.as_bytes());
     }
     drop(child.stdin.take());
     let out = child.wait_with_output().unwrap();
@@ -234,4 +235,22 @@ fn cluster_flags_need_live() {
         Some(example("image/mutable-tag")),
     );
     assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn evidence_mode_carries_the_measured_startup_into_the_budget_check() {
+    // The shipped example's TGI log shows how long its start took; its
+    // probes kill it sooner.
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/slow-start-liveness"
+    );
+    let (_, out, _) = crashdoc(&["lint", "--evidence", dir, "--format", "json"], None);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "probe/budget-below-measured-startup");
+    assert!(f.is_some(), "{out}");
 }

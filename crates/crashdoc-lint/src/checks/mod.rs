@@ -106,6 +106,7 @@ pub static ALL: &[&Check] = &[
     &probes::LIVENESS_WITHOUT_STARTUP,
     &probes::JVM_LIVENESS_WITHOUT_STARTUP,
     &probes::INITIAL_DELAY_AS_STARTUP_GUARD,
+    &probes::BUDGET_BELOW_STARTUP,
     &probes::LIVENESS_EQUALS_READINESS,
     &probes::UNKNOWN_PORT_NAME,
     &probes::PORT_NOT_DECLARED,

@@ -711,6 +711,102 @@ spec:
     },
 };
 
+/// The measured startup of an object (its annotation, or its pod template's).
+fn measured_startup(obj: &crate::input::Object) -> Option<(u64, String)> {
+    let get = |k: &str| {
+        obj.annotation(k).or_else(|| {
+            obj.value
+                .pointer("/spec/template/metadata/annotations")
+                .and_then(|a| a.get(k))
+                .and_then(Value::as_str)
+        })
+    };
+    let secs = get(crate::STARTUP_ANNOTATION)?
+        .trim()
+        .trim_end_matches('s')
+        .parse()
+        .ok()?;
+    Some((
+        secs,
+        get(crate::STARTUP_SOURCE_ANNOTATION)
+            .unwrap_or("the crashdoc.io/startup-seconds annotation")
+            .to_string(),
+    ))
+}
+
+pub static BUDGET_BELOW_STARTUP: Check = Check {
+    id: "probe/budget-below-measured-startup",
+    cause: Cause::ProbeKill,
+    severity: Severity::Error,
+    what: "The time the probes allow before killing a container that is still starting (the startupProbe's budget, else the liveness probe's) is shorter than the startup measured for this workload (`crashdoc.io/startup-seconds`, which `crashdoc lint --evidence` sets from a bundle's or a paste's logs, or set from `crashdoc history`).",
+    why: "The kubelet kills the container at initialDelaySeconds + periodSeconds x failureThreshold if it has not passed; a workload that needs longer than that to start is killed before it is up, on every start.",
+    fix: "Size the startupProbe from the measurement: the measured startup plus 50% and 30 s, in periods of 10 s.",
+    source: "Kubernetes probes documentation (the kill budget); the measurement is crashdoc-core rules::facts::startup_seconds, the one the probe-kill rule sizes its fix from (the same allowance: +50% and 30 s).",
+    example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: search
+  annotations:
+    crashdoc.io/startup-seconds: "240"
+spec:
+  template:
+    spec:
+      containers:
+      - name: search
+        image: ghcr.io/acme/search:4.0.2
+        livenessProbe:
+          httpGet: {path: /livez, port: 9200}
+          initialDelaySeconds: 30
+"#,
+    near_miss: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: search
+  annotations:
+    crashdoc.io/startup-seconds: "240"
+spec:
+  template:
+    spec:
+      containers:
+      - name: search
+        image: ghcr.io/acme/search:4.0.2
+        startupProbe:
+          httpGet: {path: /livez, port: 9200}
+          failureThreshold: 40
+        livenessProbe:
+          httpGet: {path: /livez, port: 9200}
+          initialDelaySeconds: 30
+"#,
+    fixture_flags: &[],
+    fixture_against: "",
+    run: |cx, oi, out| {
+        let Some((need, how)) = measured_startup(cx.obj(oi)) else {
+            return;
+        };
+        each_container(cx, oi, false, |_, _, _, c| {
+            let (kind, p) = match (c.probe("startupProbe"), c.probe("livenessProbe")) {
+                (Some(s), _) => ("startupProbe", s),
+                (None, Some(l)) => ("livenessProbe", l),
+                _ => return,
+            };
+            let budget = numbers(p).budget();
+            if budget >= need {
+                return;
+            }
+            let allowance = need + need / 2 + 30;
+            out.push(Hit {
+                path: c.path.clone().key(kind),
+                container: Some(c.name.clone()),
+                message: format!(
+                    "the {kind} of `{}` kills it {budget}s after start, but it was measured to need {need}s ({how})",
+                    c.name
+                ),
+                fix: startup_fix(p, allowance),
+            });
+        });
+    },
+};
+
 pub static EXEC_STARTS_RUNTIME: Check = Check {
     id: "probe/exec-starts-runtime",
     cause: Cause::ProbeKill,
