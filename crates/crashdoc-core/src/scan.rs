@@ -284,7 +284,11 @@ impl LineDfa {
 
     /// From lowercase keywords, none empty.
     fn new(keywords: &[String]) -> LineDfa {
-        let dfa = aho_corasick::dfa::Builder::new()
+        // The noncontiguous NFA, not a DFA: the walk below computes each
+        // reachable state's transitions once (following failure links), for
+        // its own case-folded columns only, which is all the table needs and
+        // costs less than building a full DFA first.
+        let dfa = aho_corasick::nfa::noncontiguous::Builder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::Standard)
             .prefilter(false)
