@@ -289,6 +289,99 @@ def scenario_secret_values():
     return sorted(values)
 
 
+PLANTED_MANIFEST = """\
+apiVersion: v1
+kind: Secret
+metadata: {name: mcp-planted}
+stringData:
+  db-password: mcp-planted-secret-Qz81Lx
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: mcp-planted}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: mcp-planted}}
+  template:
+    metadata:
+      labels: {app: mcp-planted}
+      annotations:
+        crashdoc.test/behavior: crashloop
+        crashdoc.test/exit-code: "1"
+        crashdoc.test/reason: Error
+        crashdoc.test/logs: mcp-planted.log
+    spec:
+      nodeSelector: {kubernetes.io/hostname: kwok-cpu-0}
+      containers:
+      - name: api
+        image: registry.example.com/ledger-api:3.14.0
+        env:
+        - name: LEDGER_API_TOKEN
+          value: mcp-planted-env-Vk27Hd
+        - name: DB_PASSWORD
+          valueFrom: {secretKeyRef: {name: mcp-planted, key: db-password}}
+"""
+PLANTED_LOG = [
+    "starting ledger api",
+    "config: password=mcp-planted-logpw-Tt90 pool=10",
+    "Error: connect ECONNREFUSED 10.0.0.7:5432 postgres://ledger:mcp-planted-url-Jr55@db:5432/ledger",
+    'FATAL:  password authentication failed for user "ledger" (password=mcp-planted-logpw-Tt90)',
+    "HTTP 401 Unauthorized for request with Authorization: Bearer mcpplantedbearer0123456789",
+]
+PLANTED_VALUES = ["mcp-planted-secret-Qz81Lx", "bWNwLXBsYW50ZWQtc2VjcmV0LVF6ODFMeA", "mcp-planted-env-Vk27Hd",
+                  "mcp-planted-logpw-Tt90", "mcp-planted-url-Jr55", "mcpplantedbearer0123456789"]
+
+
+async def live_planted(s, ns, c: Checks):
+    """A crash-looping Deployment of our own with values planted in a Secret, an env var and its log lines."""
+    admin = str(ROOT / "target/cluster/kubeconfig")
+    now = time.time()
+    with open(ROOT / "target/cluster/cri-logs/mcp-planted.log", "w") as f:
+        for i, line in enumerate(PLANTED_LOG):
+            ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - 1 + i * 0.04))
+            f.write(f"{ts}.000000000Z stdout F {line}\n")
+    kubectl = ["kubectl", "--kubeconfig", admin, "-n", ns]
+    subprocess.run(kubectl + ["apply", "-f", "-"], input=PLANTED_MANIFEST, text=True, check=True,
+                   stdout=subprocess.DEVNULL)
+    try:
+        restarted = False
+        for _ in range(90):
+            out = subprocess.run(kubectl + ["get", "pods", "-l", "app=mcp-planted", "-o",
+                                            "jsonpath={.items[*].status.containerStatuses[*].restartCount}"],
+                                 capture_output=True, text=True).stdout.split()
+            if out and int(out[0]) >= 1:
+                restarted = True
+                break
+            await asyncio.sleep(1)
+        seen = ""
+        r = await call(s, "diagnose", {"target": "deploy/mcp-planted"})
+        seen += whole(r)
+        with tempfile.TemporaryDirectory() as d:
+            for args in [{"target": "deploy/mcp-planted", "format": "text"},
+                         {"target": "deploy/mcp-planted", "format": "markdown"}]:
+                seen += whole(await call(s, "diagnose", args))
+            seen += whole(await call(s, "capture", {"target": "deploy/mcp-planted", "output": str(Path(d) / "b.tar.gz")}))
+            seen += whole(await call(s, "scan", {}))
+        leaks = [v for v in PLANTED_VALUES if v in seen]
+        c.check(restarted and not r.is_error and top(r.structured_content) != "none" and not leaks,
+                f"live: no value planted in a Secret, an env var or log lines of deploy/mcp-planted in any "
+                f"diagnose/capture/scan result (cause {top(r.structured_content)}; {len(PLANTED_VALUES)} values; "
+                f"leaks: {leaks})")
+        # the log lines' redaction can be judged only when kwok serves them for this pod
+        pod = subprocess.run(kubectl + ["get", "pods", "-l", "app=mcp-planted", "-o", "jsonpath={.items[0].metadata.name}"],
+                             capture_output=True, text=True).stdout.strip()
+        served = "password=" in subprocess.run(kubectl + ["logs", pod, "--previous"], capture_output=True, text=True).stdout
+        if served:
+            quoted = [q for q in ["Authorization: Bearer [REDACTED]", "postgres://ledger:[REDACTED]@", "password=[REDACTED]"]
+                      if q in seen]
+            c.check(len(quoted) == 3, f"live: the planted log lines are quoted redacted ({len(quoted)}/3)")
+        else:
+            print("note: kwok served no logs for deploy/mcp-planted, so the log lines' redaction was judged offline only")
+    finally:
+        subprocess.run(kubectl + ["delete", "deployment,secret", "mcp-planted", "--wait=true", "--timeout=60s"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 async def live(binary, ns, kubeconfig, c: Checks):
     expected = []
     for line in (ROOT / "tests/cluster/scenarios/expected.tsv").read_text().splitlines():
@@ -363,6 +456,9 @@ async def live(binary, ns, kubeconfig, c: Checks):
                 seen += whole(r)
                 c.check(not r.is_error and r.structured_content.get("exported") == wid,
                         f"mcp history export {wid}: {top(r.structured_content)}")
+
+        async with stdio_session(binary, ["--kubeconfig", kubeconfig, "-n", ns]) as s:
+            await live_planted(s, ns, c)
 
     # read-only by construction: the apiserver's audit log shows only get/list/watch for the
     # read-only user, MCP calls included (tests/cluster/audit-verbs.sh)
