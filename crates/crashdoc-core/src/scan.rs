@@ -422,7 +422,7 @@ type FirstPass<'a> = dyn Fn(&[u8], &mut Vec<usize>) + Sync + 'a;
 /// threads in contiguous runs; appends block offsets to `out`, in order.
 /// The first pass is a pure function of its bytes, so the lines are the
 /// same however many threads ran it.
-fn first_pass_parallel(block: &[u8], pass: &FirstPass<'_>, out: &mut Vec<usize>) {
+fn first_pass_parallel(block: &[u8], pass: &FirstPass<'_>, threads: usize, out: &mut Vec<usize>) {
     let mut subs: Vec<(usize, usize)> = Vec::new();
     let mut sub = 0usize;
     while sub < block.len() {
@@ -444,7 +444,7 @@ fn first_pass_parallel(block: &[u8], pass: &FirstPass<'_>, out: &mut Vec<usize>)
             }
         }
     };
-    let threads = threads().min(subs.len());
+    let threads = threads.min(subs.len());
     if threads <= 1 {
         run(&subs, out);
         return;
@@ -588,13 +588,33 @@ impl Catalog {
         kind: LogKind,
         container: Option<String>,
     ) -> io::Result<LogScan> {
-        self.scan_with(
-            reader,
-            file,
-            kind,
-            container,
-            &|block: &[u8], out: &mut Vec<usize>| self.candidate_lines(block, out),
-        )
+        self.scan_on(reader, file, kind, container, threads())
+    }
+
+    /// `scan` with the first pass on at most `threads` threads (the
+    /// benchmark's one-core figures use 1).
+    #[doc(hidden)]
+    pub fn scan_on<R: Read>(
+        &self,
+        reader: R,
+        file: &str,
+        kind: LogKind,
+        container: Option<String>,
+        threads: usize,
+    ) -> io::Result<LogScan> {
+        self.scan_with(reader, file, kind, container, threads, &|block: &[u8],
+                                                                 out: &mut Vec<
+            usize,
+        >| {
+            self.candidate_lines(block, out)
+        })
+    }
+
+    /// Build the DFA now, on this thread, if it is not built yet (for the
+    /// benchmark, which measures the DFA's first pass).
+    #[doc(hidden)]
+    pub fn build_dfa_now(&self) {
+        self.line_dfa();
     }
 
     /// `scan`, with the first pass (which lines hold a keyword) given.
@@ -604,6 +624,7 @@ impl Catalog {
         file: &str,
         kind: LogKind,
         container: Option<String>,
+        threads: usize,
         candidates: &FirstPass<'_>,
     ) -> io::Result<LogScan> {
         let mut st = ScanState::new(file, kind, container);
@@ -630,14 +651,14 @@ impl Catalog {
                 None if filled > BLOCK => filled,
                 None => continue,
             };
-            self.scan_block(&buf[..cut], &mut st, candidates);
+            self.scan_block(&buf[..cut], &mut st, threads, candidates);
             buf.copy_within(cut..filled, 0);
             filled -= cut;
         }
         if filled > 0 {
             buf.truncate(filled);
             buf.push(b'\n');
-            self.scan_block(&buf, &mut st, candidates);
+            self.scan_block(&buf, &mut st, threads, candidates);
             st.bytes -= 1;
         }
         Ok(st.finish())
@@ -807,7 +828,13 @@ impl Catalog {
         memchr::memchr(b'\n', &block[last..seg_end]).map_or(seg_end, |i| last + i + 1)
     }
 
-    fn scan_block(&self, block: &[u8], st: &mut ScanState, candidates: &FirstPass<'_>) {
+    fn scan_block(
+        &self,
+        block: &[u8],
+        st: &mut ScanState,
+        threads: usize,
+        candidates: &FirstPass<'_>,
+    ) {
         st.bytes += block.len() as u64;
         let first_line = st.lines + 1;
 
@@ -831,7 +858,7 @@ impl Catalog {
         let mut line_no = first_line;
         let mut lines = std::mem::take(&mut st.candidates);
         lines.clear();
-        first_pass_parallel(block, candidates, &mut lines);
+        first_pass_parallel(block, candidates, threads, &mut lines);
         for &start in &lines {
             let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
             line_no += memchr::memchr_iter(b'\n', &block[counted_to..start]).count() as u64;
@@ -1382,7 +1409,7 @@ mod tests {
         let exact = Exact::new();
         let with = |pass: &FirstPass<'_>| {
             summary(
-                &cat.scan_with(log, "x", LogKind::Previous, None, pass)
+                &cat.scan_with(log, "x", LogKind::Previous, None, threads(), pass)
                     .expect("reading a slice"),
             )
         };
