@@ -160,7 +160,7 @@ fi
 if [[ -f "$ROOT/target/cluster/kubeconfig-minimal" ]]; then
   "$CRASHDOC" diagnose deploy/vllm-oom -n "$NS" --kubeconfig "$ROOT/target/cluster/kubeconfig-minimal" --format json > "$OUT/minimal.json" 2> "$OUT/minimal.stderr"
   got=$(cause_of "$OUT/minimal.json")
-  missing=$(jq -r '[.pods[0].missing[].why] | join(" | ")' "$OUT/minimal.json" 2>/dev/null)
+  missing=$(jq -r '[.pods[0].missing[] | .why + (if .hint then "; hint: " + .hint else "" end)] | join(" | ")' "$OUT/minimal.json" 2>/dev/null)
   if [[ "$got" != "bad-json" && "$got" != "none" ]] && grep -q "hint: grant" <<< "$missing"; then
     ok "least privilege: diagnosis $got, missing evidence named with RBAC hints"
   else

@@ -419,6 +419,7 @@ pub fn missing_evidence(pod: &Pod, collector: &[Missing]) -> Vec<Missing> {
     let m = |what: &str, why: &str| Missing {
         what: what.into(),
         why: why.into(),
+        hint: None,
     };
     let has_termination = pod
         .containers

@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod causes;
 pub mod classes;
 pub mod diagnose;
+pub mod hosts;
 pub mod ingest;
 pub mod model;
 pub mod redact;

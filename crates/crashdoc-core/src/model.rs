@@ -435,6 +435,9 @@ pub struct Usage {
 pub struct Missing {
     pub what: String,
     pub why: String,
+    /// What would let crashdoc read it (an RBAC rule), apart from why it is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 /// Everything known about one pod.

@@ -1,19 +1,20 @@
-//! The collector: one pod's evidence in parallel after the first request,
-//! as bundle files.
+//! The collector: resolving a target to its pods, then the driver that runs
+//! the sources of [`crate::sources`] in waves (every source of a wave in
+//! parallel, pods concurrently), counting requests and timing each wave.
 
+use crate::sources::{Ctx, FIRST_WAVE, Output, SECOND_WAVE, Source, json};
 use crate::{KubeError, Target, TargetKind};
-use crashdoc_core::ingest::bundle::{PodFiles, Reference};
-use crashdoc_core::model::Missing;
+use crashdoc_core::ingest::bundle::{BundleFile, PodFiles};
 use futures::future::join_all;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Event, Node, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::api::{Api, ListParams, LogParams};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use kube::api::{Api, ListParams};
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 /// Bounds and switches of a collection.
 #[derive(Debug, Clone)]
@@ -44,6 +45,10 @@ pub struct Collection {
     pub requests: u32,
     /// Sequential rounds of requests (the rest ran in parallel within a round).
     pub waves: u32,
+    /// How long each wave of sources took, in order.
+    pub wave_times: Vec<Duration>,
+    /// Requests made by each wave of sources, in order.
+    pub wave_requests: Vec<u32>,
 }
 
 pub struct Collector {
@@ -51,7 +56,9 @@ pub struct Collector {
     namespace: String,
     opts: CollectOptions,
     requests: AtomicU32,
-    waves: AtomicU32,
+    wave_count: AtomicU32,
+    /// (time, requests) of each wave of sources.
+    waves: Mutex<Vec<(Duration, u32)>>,
 }
 
 /// The verb and resource of a request, for error messages and hints.
@@ -73,26 +80,6 @@ fn classify(e: kube::Error, req: &Req, ns: &str, what: &str) -> KubeError {
         },
         _ => KubeError::Api(e),
     }
-}
-
-fn missing(what: impl Into<String>, e: &kube::Error, req: &Req) -> Missing {
-    let why = match e {
-        kube::Error::Api(s) if s.code == 403 => format!(
-            "forbidden; hint: grant `{}` on `{}` (rbac: resources: [{}], verbs: [{}])",
-            req.verb, req.resource, req.resource, req.verb
-        ),
-        kube::Error::Api(s) if s.code == 404 => "not found".to_string(),
-        kube::Error::Api(s) => format!("the API server answered {}: {}", s.code, s.message),
-        other => format!("request failed: {other}"),
-    };
-    Missing {
-        what: what.into(),
-        why,
-    }
-}
-
-fn json<T: serde::Serialize>(v: &T) -> Vec<u8> {
-    serde_json::to_vec_pretty(v).unwrap_or_default()
 }
 
 /// `k=v,k2 in (a,b)` from a LabelSelector.
@@ -149,7 +136,8 @@ impl Collector {
             namespace: namespace.into(),
             opts,
             requests: AtomicU32::new(0),
-            waves: AtomicU32::new(0),
+            wave_count: AtomicU32::new(0),
+            waves: Mutex::new(Vec::new()),
         }
     }
 
@@ -166,7 +154,7 @@ impl Collector {
     }
 
     fn wave(&self) {
-        self.waves.fetch_add(1, Ordering::Relaxed);
+        self.wave_count.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Get one named object of the namespace, with the error a user can act on.
@@ -305,525 +293,174 @@ impl Collector {
         Ok(pods)
     }
 
-    /// Collect everything about the given pods. Within a pod, every request
-    /// after the pod itself runs in parallel; pods run concurrently.
+    /// Collect everything about the given pods: the first wave of sources
+    /// for every pod concurrently, then the second (the Services behind the
+    /// hosts their logs fail to reach).
     pub async fn collect(&self, pods: Vec<Pod>) -> Collection {
-        self.wave();
-        let files = join_all(pods.into_iter().map(|p| self.collect_pod(p, None))).await;
-        let mut pods: Vec<PodFiles> = files;
-        // Second wave: the Services behind hosts the logs fail to reach.
-        let hosts: Vec<(usize, Vec<String>)> = pods
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (i, unreachable_hosts(p)))
-            .filter(|(_, h)| !h.is_empty())
-            .collect();
-        if !hosts.is_empty() {
-            self.wave();
-            for (i, hs) in hosts {
-                let refs = join_all(hs.iter().map(|h| self.service_ref(h))).await;
-                add_references(&mut pods[i], refs.into_iter().flatten().collect());
-            }
-        }
-        Collection {
-            pods,
-            requests: self.requests.load(Ordering::Relaxed),
-            waves: self.waves.load(Ordering::Relaxed),
-        }
-    }
-
-    async fn service_ref(&self, host: &str) -> Option<Reference> {
-        // `db`, `db.ns`, `db.ns.svc.cluster.local`: look the Service up where it would be.
-        let mut parts = host.split('.');
-        let name = parts.next()?.to_string();
-        let ns = parts
-            .next()
-            .filter(|n| *n != "svc")
-            .map(str::to_string)
-            .unwrap_or_else(|| self.namespace.clone());
-        if name.chars().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        self.count();
-        let api: Api<Service> = Api::namespaced(self.client.clone(), &ns);
-        let exists = match api.get(&name).await {
-            Ok(_) => Some(true),
-            Err(kube::Error::Api(s)) if s.code == 404 => Some(false),
-            Err(_) => None,
-        };
-        Some(Reference {
-            kind: "Service".into(),
-            name: if ns == self.namespace {
-                name
-            } else {
-                format!("{name}.{ns}")
-            },
-            exists,
-            keys: BTreeMap::new(),
-        })
-    }
-
-    /// One pod's files. `events` are used instead of a request when given
-    /// (a scan lists events once for the namespace).
-    pub async fn collect_pod(&self, mut pod: Pod, events: Option<Vec<Event>>) -> PodFiles {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| self.namespace.clone());
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
-        pod.metadata.managed_fields = None;
-        let spec = pod.spec.clone().unwrap_or_default();
-        let status = pod.status.clone().unwrap_or_default();
-        let api_ns = |c: &kube::Client| -> Api<Pod> { Api::namespaced(c.clone(), &ns) };
-
-        // Logs: current and, where a run ended, previous, of every container.
-        let mut log_jobs: Vec<(String, bool)> = Vec::new();
-        let statuses: Vec<_> = status
-            .init_container_statuses
-            .iter()
-            .flatten()
-            .chain(status.container_statuses.iter().flatten())
-            .collect();
-        let all_containers: Vec<String> = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(spec.containers.iter())
-            .map(|c| c.name.clone())
-            .collect();
-        for c in &all_containers {
-            let st = statuses.iter().find(|s| &s.name == c);
-            let started = st.is_some_and(|s| {
-                s.state
-                    .as_ref()
-                    .is_some_and(|x| x.running.is_some() || x.terminated.is_some())
-                    || s.last_state
-                        .as_ref()
-                        .is_some_and(|x| x.terminated.is_some())
-            });
-            let ended_before = st.is_some_and(|s| {
-                s.restart_count > 0
-                    || s.last_state
-                        .as_ref()
-                        .is_some_and(|x| x.terminated.is_some())
-            });
-            if started {
-                log_jobs.push((c.clone(), false));
-            }
-            if ended_before {
-                log_jobs.push((c.clone(), true));
-            }
-        }
-        let logs_f = join_all(log_jobs.iter().map(|(c, previous)| {
-            let api = api_ns(&self.client);
-            let pod_name = name.clone();
-            let lp = LogParams {
-                container: Some(c.clone()),
-                previous: *previous,
-                tail_lines: self.opts.log_lines,
-                limit_bytes: Some(self.opts.log_bytes),
-                ..Default::default()
-            };
-            self.count();
-            async move {
-                (
-                    c.clone(),
-                    *previous,
-                    crate::retry::read(3, || api.logs(&pod_name, &lp)).await,
-                )
-            }
-        }));
-
-        let events_f = async {
-            if let Some(ev) = events {
-                return Ok(ev);
-            }
-            self.count();
-            let api: Api<Event> = Api::namespaced(self.client.clone(), &ns);
-            {
-                let lp = ListParams::default().fields(&format!("involvedObject.uid={uid}"));
-                crate::retry::read(3, || api.list(&lp)).await
-            }
-            .map(|l| l.items)
-        };
-
-        let owner_f = self.owner_chain(&pod, &ns);
-        let node_f = async {
-            match &spec.node_name {
-                Some(n) => {
-                    self.count();
-                    let api: Api<Node> = Api::all(self.client.clone());
-                    Some(api.get(n).await.map(|mut n| {
-                        n.metadata.managed_fields = None;
-                        n
-                    }))
-                }
-                None => None,
-            }
-        };
-        let claims: Vec<String> = spec
-            .volumes
-            .iter()
-            .flatten()
-            .filter_map(|v| {
-                v.persistent_volume_claim
-                    .as_ref()
-                    .map(|c| c.claim_name.clone())
+        let parts = self
+            .run_wave(|| join_all(pods.iter().map(|p| self.first_wave(p, None))))
+            .await;
+        let mut pods: Vec<(PodParts, Vec<String>)> = parts
+            .into_iter()
+            .map(|p| {
+                let hosts = p.unreachable_hosts();
+                (p, hosts)
             })
             .collect();
-        let pvc_f = join_all(claims.iter().map(|c| {
-            self.count();
-            let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &ns);
-            async move { api.get(c).await }
-        }));
-        let (cms, secrets) = referenced_objects(&pod);
-        let cm_f = join_all(cms.iter().map(|n| {
-            self.count();
-            let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), &ns);
-            async move {
-                let r = api.get(n).await;
-                (
-                    n.clone(),
-                    r.map(|cm| {
-                        let mut keys: BTreeMap<String, Option<u64>> = cm
-                            .data
-                            .iter()
-                            .flatten()
-                            .map(|(k, v)| (k.clone(), Some(v.len() as u64)))
-                            .collect();
-                        keys.extend(
-                            cm.binary_data
-                                .iter()
-                                .flatten()
-                                .map(|(k, v)| (k.clone(), Some(v.0.len() as u64))),
-                        );
-                        keys
-                    }),
-                )
+        if pods.iter().any(|(_, h)| !h.is_empty()) {
+            let second = self
+                .run_wave(|| {
+                    join_all(
+                        pods.iter()
+                            .map(|(p, hosts)| self.run_sources(SECOND_WAVE, p, hosts)),
+                    )
+                })
+                .await;
+            for ((p, _), out) in pods.iter_mut().zip(second) {
+                p.add(out);
             }
-        }));
-        let secrets_on = self.opts.secret_keys;
-        let secret_f = join_all(secrets.iter().filter(|_| secrets_on).map(|n| {
-            self.count();
-            let api: Api<Secret> = Api::namespaced(self.client.clone(), &ns);
-            async move {
-                // The value is read by the API client and dropped here: only
-                // key names and sizes leave this closure.
-                let r = api.get(n).await.map(|s| {
-                    let mut keys: BTreeMap<String, Option<u64>> = s
-                        .data
-                        .iter()
-                        .flatten()
-                        .map(|(k, v)| (k.clone(), Some(v.0.len() as u64)))
-                        .collect();
-                    keys.extend(
-                        s.string_data
-                            .iter()
-                            .flatten()
-                            .map(|(k, v)| (k.clone(), Some(v.len() as u64))),
-                    );
-                    keys
-                });
-                (n.clone(), r)
-            }
-        }));
-        let sa = spec
-            .service_account_name
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let sa_f = async {
-            self.count();
-            let api: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &ns);
-            api.get_opt(&sa).await
+        }
+        let (wave_times, wave_requests) = match self.waves.lock() {
+            Ok(w) => w.iter().copied().unzip(),
+            Err(_) => (Vec::new(), Vec::new()),
         };
-
-        let metrics_f = async {
-            // metrics.k8s.io, when the cluster serves it: usage per container.
-            self.count();
-            let ar = kube::core::ApiResource {
-                group: "metrics.k8s.io".into(),
-                version: "v1beta1".into(),
-                api_version: "metrics.k8s.io/v1beta1".into(),
-                kind: "PodMetrics".into(),
-                plural: "pods".into(),
-            };
-            let api: Api<kube::core::DynamicObject> =
-                Api::namespaced_with(self.client.clone(), &ns, &ar);
-            api.get_opt(&name).await
-        };
-        let (logs, events, owners, node, pvcs, cms_r, secrets_r, sa_r, metrics) = futures::join!(
-            logs_f, events_f, owner_f, node_f, pvc_f, cm_f, secret_f, sa_f, metrics_f
-        );
-
-        let mut files: Vec<(String, Vec<u8>)> = vec![("pod.json".into(), json(&pod))];
-        let mut miss: Vec<Missing> = Vec::new();
-        for (c, previous, r) in logs {
-            let file = format!(
-                "{}.{c}.txt",
-                if previous { "logs-previous" } else { "logs" }
-            );
-            match r {
-                Ok(text) => {
-                    let redacted: String = text
-                        .lines()
-                        .map(|l| crashdoc_core::redact::redact(l).into_owned() + "\n")
-                        .collect();
-                    files.push((file, redacted.into_bytes()));
-                }
-                Err(e) => miss.push(missing(
-                    format!("logs{} of {c}", if previous { " --previous" } else { "" }),
-                    &e,
-                    &Req {
-                        verb: "get",
-                        resource: "pods/log",
-                    },
-                )),
-            }
+        Collection {
+            pods: pods.into_iter().map(|(p, _)| p.finish()).collect(),
+            requests: self.requests.load(Ordering::Relaxed),
+            waves: self.wave_count.load(Ordering::Relaxed),
+            wave_times,
+            wave_requests,
         }
-        match events {
-            Ok(items) => files.push((
-                "events.json".into(),
-                json(&serde_json::json!({"kind": "EventList", "apiVersion": "v1", "items": items.into_iter().map(|mut e| { e.metadata.managed_fields = None; e }).collect::<Vec<_>>()})),
-            )),
-            Err(e) => miss.push(missing("events", &e, &Req { verb: "list", resource: "events" })),
-        }
-        for (file, bytes) in owners.0 {
-            files.push((file, bytes));
-        }
-        miss.extend(owners.1);
-        match node {
-            Some(Ok(n)) => files.push(("node.json".into(), json(&n))),
-            Some(Err(e)) => miss.push(missing(
-                "node",
-                &e,
-                &Req {
-                    verb: "get",
-                    resource: "nodes",
-                },
-            )),
-            None => {}
-        }
-        let mut pvc_items = Vec::new();
-        for (c, r) in claims.iter().zip(pvcs) {
-            match r {
-                Ok(mut p) => {
-                    p.metadata.managed_fields = None;
-                    pvc_items.push(p);
-                }
-                Err(e) => miss.push(missing(
-                    format!("persistentvolumeclaim {c}"),
-                    &e,
-                    &Req {
-                        verb: "get",
-                        resource: "persistentvolumeclaims",
-                    },
-                )),
-            }
-        }
-        if !pvc_items.is_empty() {
-            files.push((
-                "pvc.json".into(),
-                json(&serde_json::json!({"kind": "List", "apiVersion": "v1", "items": pvc_items})),
-            ));
-        }
-        let mut refs: Vec<Reference> = Vec::new();
-        for (kind, results) in [("ConfigMap", cms_r), ("Secret", secrets_r)] {
-            for (n, r) in results {
-                match r {
-                    Ok(keys) => refs.push(Reference {
-                        kind: kind.into(),
-                        name: n,
-                        exists: Some(true),
-                        keys,
-                    }),
-                    Err(kube::Error::Api(s)) if s.code == 404 => refs.push(Reference {
-                        kind: kind.into(),
-                        name: n,
-                        exists: Some(false),
-                        keys: BTreeMap::new(),
-                    }),
-                    Err(e) => {
-                        let resource = if kind == "Secret" {
-                            "secrets"
-                        } else {
-                            "configmaps"
-                        };
-                        miss.push(missing(
-                            format!("{} {n}", kind.to_ascii_lowercase()),
-                            &e,
-                            &Req {
-                                verb: "get",
-                                resource,
-                            },
-                        ));
-                        refs.push(Reference {
-                            kind: kind.into(),
-                            name: n,
-                            exists: None,
-                            keys: BTreeMap::new(),
-                        });
-                    }
-                }
-            }
-        }
-        if !secrets_on && !secrets.is_empty() {
-            miss.push(Missing {
-                what: "secret key names".into(),
-                why: "secrets were not read (key-name checks are off)".into(),
-            });
-        }
-        match sa_r {
-            Ok(Some(_)) => refs.push(Reference {
-                kind: "ServiceAccount".into(),
-                name: sa,
-                exists: Some(true),
-                keys: BTreeMap::new(),
-            }),
-            Ok(None) => refs.push(Reference {
-                kind: "ServiceAccount".into(),
-                name: sa,
-                exists: Some(false),
-                keys: BTreeMap::new(),
-            }),
-            Err(e) => miss.push(missing(
-                "serviceaccount",
-                &e,
-                &Req {
-                    verb: "get",
-                    resource: "serviceaccounts",
-                },
-            )),
-        }
-        match metrics {
-            Ok(Some(m)) => {
-                // As `kubectl top pod --containers` prints it, which `analyze` reads.
-                let mut top = String::from("POD NAME CPU(cores) MEMORY(bytes)\n");
-                for c in m
-                    .data
-                    .get("containers")
-                    .and_then(|v| v.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    let get = |k: &str| {
-                        c.pointer(&format!("/usage/{k}"))
-                            .and_then(|v| v.as_str())
-                            .unwrap_or("?")
-                            .to_string()
-                    };
-                    let cname = c.get("name").and_then(|v| v.as_str()).unwrap_or("?");
-                    top.push_str(&format!(
-                        "{name} {cname} {} {}\n",
-                        get("cpu"),
-                        get("memory")
-                    ));
-                }
-                files.push(("top-pod.txt".into(), top.into_bytes()));
-            }
-            Ok(None) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 => miss.push(Missing {
-                what: "usage".into(),
-                why: "the cluster does not serve metrics.k8s.io (no metrics-server)".into(),
-            }),
-            Err(e) => miss.push(missing(
-                "usage (metrics.k8s.io)",
-                &e,
-                &Req {
-                    verb: "get",
-                    resource: "pods.metrics.k8s.io",
-                },
-            )),
-        }
-        let mut pf = PodFiles {
-            namespace: ns,
-            name,
-            files,
-        };
-        add_references(&mut pf, refs);
-        pf.files.push(("missing.json".into(), json(&miss)));
-        pf
     }
 
-    /// ReplicaSet -> Deployment, StatefulSet, DaemonSet, Job: as far as it goes.
-    async fn owner_chain(&self, pod: &Pod, ns: &str) -> (Vec<(String, Vec<u8>)>, Vec<Missing>) {
-        let mut files = Vec::new();
-        let mut miss = Vec::new();
-        let Some(o) = pod
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.controller == Some(true))
-            .cloned()
-        else {
-            return (files, miss);
+    /// One pod's files from the first wave (no Services: a watch or a scan
+    /// collects each pod on its own). `events` are used instead of a
+    /// request when given (a scan lists events once for the namespace).
+    pub async fn collect_pod(&self, pod: Pod, events: Option<Vec<Event>>) -> PodFiles {
+        self.first_wave(&pod, events.as_deref()).await.finish()
+    }
+
+    /// Run one wave, counting it and timing it.
+    async fn run_wave<F, Fut, T>(&self, f: F) -> T
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
+        self.wave();
+        let before = self.requests.load(Ordering::Relaxed);
+        let started = Instant::now();
+        let out = f().await;
+        let made = self.requests.load(Ordering::Relaxed) - before;
+        if let Ok(mut w) = self.waves.lock() {
+            w.push((started.elapsed(), made));
+        }
+        out
+    }
+
+    async fn first_wave(&self, pod: &Pod, events: Option<&[Event]>) -> PodParts {
+        let mut parts = PodParts::new(pod, &self.namespace);
+        let out = self.run_sources_with(FIRST_WAVE, &parts, events, &[]).await;
+        parts.add(out);
+        parts
+    }
+
+    async fn run_sources(
+        &self,
+        sources: &[&dyn Source],
+        parts: &PodParts,
+        hosts: &[String],
+    ) -> Output {
+        self.run_sources_with(sources, parts, None, hosts).await
+    }
+
+    /// Run sources concurrently for one pod; their outputs in source order.
+    async fn run_sources_with(
+        &self,
+        sources: &[&dyn Source],
+        parts: &PodParts,
+        events: Option<&[Event]>,
+        hosts: &[String],
+    ) -> Output {
+        let cx = Ctx {
+            client: &self.client,
+            namespace: &parts.namespace,
+            default_namespace: &self.namespace,
+            name: &parts.name,
+            pod: &parts.pod,
+            opts: &self.opts,
+            events,
+            hosts,
+            requests: &self.requests,
         };
-        macro_rules! fetch {
-            ($ty:ty, $file:expr, $res:expr) => {{
-                self.count();
-                let api: Api<$ty> = Api::namespaced(self.client.clone(), ns);
-                match api.get(&o.name).await {
-                    Ok(mut x) => {
-                        x.metadata.managed_fields = None;
-                        files.push(($file.to_string(), json(&x)));
-                        Some(x)
-                    }
-                    Err(e) => {
-                        miss.push(missing(
-                            format!("owner {}/{}", o.kind, o.name),
-                            &e,
-                            &Req {
-                                verb: "get",
-                                resource: $res,
-                            },
-                        ));
-                        None
-                    }
-                }
-            }};
+        let outs = join_all(sources.iter().map(|s| s.collect(&cx))).await;
+        let mut all = Output::default();
+        for o in outs {
+            all.files.extend(o.files);
+            all.references.extend(o.references);
+            all.missing.extend(o.missing);
         }
-        match o.kind.as_str() {
-            "ReplicaSet" => {
-                let rs = fetch!(ReplicaSet, "replicaset.json", "replicasets");
-                if let Some(d) = rs.and_then(|rs| {
-                    rs.metadata
-                        .owner_references
-                        .into_iter()
-                        .flatten()
-                        .find(|o| o.kind == "Deployment")
-                }) {
-                    self.count();
-                    let api: Api<Deployment> = Api::namespaced(self.client.clone(), ns);
-                    match api.get(&d.name).await {
-                        Ok(mut x) => {
-                            x.metadata.managed_fields = None;
-                            files.push(("deployment.json".into(), json(&x)));
-                        }
-                        Err(e) => miss.push(missing(
-                            format!("owner Deployment/{}", d.name),
-                            &e,
-                            &Req {
-                                verb: "get",
-                                resource: "deployments",
-                            },
-                        )),
-                    }
-                }
-            }
-            "StatefulSet" => {
-                fetch!(StatefulSet, "statefulset.json", "statefulsets");
-            }
-            "DaemonSet" => {
-                fetch!(DaemonSet, "daemonset.json", "daemonsets");
-            }
-            "Job" => {
-                fetch!(Job, "job.json", "jobs");
-            }
-            _ => {}
+        all
+    }
+}
+
+/// One pod's evidence while its sources run.
+struct PodParts {
+    namespace: String,
+    name: String,
+    pod: Pod,
+    out: Output,
+}
+
+impl PodParts {
+    fn new(pod: &Pod, default_namespace: &str) -> Self {
+        PodParts {
+            namespace: pod
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| default_namespace.to_string()),
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            pod: pod.clone(),
+            out: Output::default(),
         }
-        (files, miss)
+    }
+
+    fn add(&mut self, o: Output) {
+        self.out.files.extend(o.files);
+        self.out.references.extend(o.references);
+        self.out.missing.extend(o.missing);
+    }
+
+    /// The hosts its logs fail to reach (crashdoc-core chooses them).
+    fn unreachable_hosts(&self) -> Vec<String> {
+        let logs: Vec<(String, String)> = self
+            .out
+            .files
+            .iter()
+            .filter(|(f, _)| matches!(f, BundleFile::Logs { .. }))
+            .map(|(f, b)| (f.name(), String::from_utf8_lossy(b).into_owned()))
+            .collect();
+        crashdoc_core::hosts::unreachable_hosts(logs.iter().map(|(n, t)| (n.as_str(), t.as_str())))
+    }
+
+    /// The bundle files: the sources' files, `references.json` when any,
+    /// `missing.json` always.
+    fn finish(self) -> PodFiles {
+        let mut files: Vec<(String, Vec<u8>)> = self
+            .out
+            .files
+            .into_iter()
+            .map(|(f, b)| (f.name(), b))
+            .collect();
+        if !self.out.references.is_empty() {
+            files.push((BundleFile::References.name(), json(&self.out.references)));
+        }
+        files.push((BundleFile::Missing.name(), json(&self.out.missing)));
+        PodFiles {
+            namespace: self.namespace,
+            name: self.name,
+            files,
+        }
     }
 }
 
@@ -836,94 +473,4 @@ fn kind_word(k: TargetKind) -> &'static str {
         TargetKind::Job => "job",
         TargetKind::ReplicaSet => "replicaset",
     }
-}
-
-/// ConfigMaps and Secrets the pod references (env, envFrom, volumes, projected).
-pub fn referenced_objects(pod: &Pod) -> (BTreeSet<String>, BTreeSet<String>) {
-    let mut cms = BTreeSet::new();
-    let mut secrets = BTreeSet::new();
-    let Some(spec) = &pod.spec else {
-        return (cms, secrets);
-    };
-    for c in spec
-        .init_containers
-        .iter()
-        .flatten()
-        .chain(spec.containers.iter())
-    {
-        for e in c.env.iter().flatten() {
-            if let Some(vf) = &e.value_from {
-                if let Some(r) = &vf.config_map_key_ref {
-                    cms.insert(r.name.clone());
-                }
-                if let Some(r) = &vf.secret_key_ref {
-                    secrets.insert(r.name.clone());
-                }
-            }
-        }
-        for ef in c.env_from.iter().flatten() {
-            if let Some(r) = &ef.config_map_ref {
-                cms.insert(r.name.clone());
-            }
-            if let Some(r) = &ef.secret_ref {
-                secrets.insert(r.name.clone());
-            }
-        }
-    }
-    for v in spec.volumes.iter().flatten() {
-        if let Some(c) = &v.config_map {
-            cms.insert(c.name.clone());
-        }
-        if let Some(s) = v.secret.as_ref().and_then(|s| s.secret_name.clone()) {
-            secrets.insert(s);
-        }
-        for src in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
-            if let Some(c) = &src.config_map {
-                cms.insert(c.name.clone());
-            }
-            if let Some(s) = &src.secret {
-                secrets.insert(s.name.clone());
-            }
-        }
-    }
-    (cms, secrets)
-}
-
-fn add_references(pf: &mut PodFiles, mut refs: Vec<Reference>) {
-    if refs.is_empty() {
-        return;
-    }
-    if let Some(i) = pf.files.iter().position(|(n, _)| n == "references.json") {
-        let (_, bytes) = pf.files.remove(i);
-        let mut old: Vec<Reference> = serde_json::from_slice(&bytes).unwrap_or_default();
-        old.append(&mut refs);
-        refs = old;
-    }
-    pf.files.push(("references.json".into(), json(&refs)));
-}
-
-/// Hosts that the collected logs fail to reach.
-fn unreachable_hosts(pf: &PodFiles) -> Vec<String> {
-    let mut hosts: BTreeSet<String> = BTreeSet::new();
-    let catalog = crashdoc_core::scan::Catalog::global();
-    for (name, bytes) in &pf.files {
-        if !name.starts_with("logs") {
-            continue;
-        }
-        let scan = catalog.scan_str(
-            &String::from_utf8_lossy(bytes),
-            name,
-            crashdoc_core::scan::LogKind::Previous,
-            None,
-        );
-        for h in scan.hits_for(crashdoc_core::Cause::DependencyUnreachable) {
-            if let Some(t) = crashdoc_core::rules::logs::target_of(&h.line.text) {
-                let host = t.split(':').next().unwrap_or(&t).to_string();
-                if !host.chars().all(|c| c.is_ascii_digit() || c == '.') {
-                    hosts.insert(host);
-                }
-            }
-        }
-    }
-    hosts.into_iter().take(5).collect()
 }

@@ -9,13 +9,13 @@
 pub mod collect;
 pub mod retry;
 pub mod scan;
+pub mod sources;
 mod target;
 pub mod verify;
 pub mod workload;
 
-pub use collect::{
-    CollectOptions, Collection, Collector, referenced_objects, selector_string, unhealthy,
-};
+pub use collect::{CollectOptions, Collection, Collector, selector_string, unhealthy};
+pub use sources::references::referenced_objects;
 pub use target::{Target, TargetKind};
 
 /// What went wrong talking to the cluster.

@@ -44,11 +44,142 @@ pub struct ManifestPod {
     pub path: String,
 }
 
-/// One entry of `references.json`: a ConfigMap or Secret the pod references.
+/// The names of the files in a bundle's pod folder, shared by the writer
+/// (crashdoc-kube's sources) and the reader ([`super::kind_of_file`]).
+pub mod file {
+    pub const POD: &str = "pod.json";
+    pub const EVENTS: &str = "events.json";
+    pub const REPLICASET: &str = "replicaset.json";
+    pub const DEPLOYMENT: &str = "deployment.json";
+    pub const STATEFULSET: &str = "statefulset.json";
+    pub const DAEMONSET: &str = "daemonset.json";
+    pub const JOB: &str = "job.json";
+    pub const NODE: &str = "node.json";
+    pub const PVC: &str = "pvc.json";
+    pub const TOP: &str = "top-pod.txt";
+    pub const REFERENCES: &str = "references.json";
+    pub const MISSING: &str = "missing.json";
+    /// Prefix of a container's current log: `logs.CONTAINER.txt`.
+    pub const LOGS: &str = "logs";
+    /// Prefix of a container's previous log: `logs-previous.CONTAINER.txt`.
+    pub const LOGS_PREVIOUS: &str = "logs-previous";
+}
+
+/// One file of a bundle's pod folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BundleFile {
+    Pod,
+    Events,
+    ReplicaSet,
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+    Job,
+    Node,
+    Pvc,
+    /// Usage as `kubectl top pod --containers` prints it.
+    Top,
+    References,
+    Missing,
+    Logs {
+        container: String,
+        previous: bool,
+    },
+}
+
+impl BundleFile {
+    /// Every file kind with a fixed name (logs excluded).
+    pub const FIXED: [BundleFile; 12] = [
+        BundleFile::Pod,
+        BundleFile::Events,
+        BundleFile::ReplicaSet,
+        BundleFile::Deployment,
+        BundleFile::StatefulSet,
+        BundleFile::DaemonSet,
+        BundleFile::Job,
+        BundleFile::Node,
+        BundleFile::Pvc,
+        BundleFile::Top,
+        BundleFile::References,
+        BundleFile::Missing,
+    ];
+
+    /// The file name inside the pod folder.
+    pub fn name(&self) -> String {
+        match self {
+            BundleFile::Logs {
+                container,
+                previous,
+            } => format!(
+                "{}.{container}.txt",
+                if *previous {
+                    file::LOGS_PREVIOUS
+                } else {
+                    file::LOGS
+                }
+            ),
+            fixed => fixed.fixed_name().unwrap_or_default().to_string(),
+        }
+    }
+
+    fn fixed_name(&self) -> Option<&'static str> {
+        Some(match self {
+            BundleFile::Pod => file::POD,
+            BundleFile::Events => file::EVENTS,
+            BundleFile::ReplicaSet => file::REPLICASET,
+            BundleFile::Deployment => file::DEPLOYMENT,
+            BundleFile::StatefulSet => file::STATEFULSET,
+            BundleFile::DaemonSet => file::DAEMONSET,
+            BundleFile::Job => file::JOB,
+            BundleFile::Node => file::NODE,
+            BundleFile::Pvc => file::PVC,
+            BundleFile::Top => file::TOP,
+            BundleFile::References => file::REFERENCES,
+            BundleFile::Missing => file::MISSING,
+            BundleFile::Logs { .. } => return None,
+        })
+    }
+
+    /// Whether a file name is a log of the bundle (current or previous).
+    pub fn is_log(name: &str) -> bool {
+        name.starts_with(file::LOGS)
+    }
+}
+
+/// What a [`Reference`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReferenceKind {
+    ConfigMap,
+    Secret,
+    Service,
+    ServiceAccount,
+    /// A kind this crashdoc does not know (a newer bundle): read, not checked.
+    #[serde(other)]
+    Other,
+}
+
+impl ReferenceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReferenceKind::ConfigMap => "ConfigMap",
+            ReferenceKind::Secret => "Secret",
+            ReferenceKind::Service => "Service",
+            ReferenceKind::ServiceAccount => "ServiceAccount",
+            ReferenceKind::Other => "Other",
+        }
+    }
+}
+
+impl std::fmt::Display for ReferenceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One entry of `references.json`: an object the pod depends on.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reference {
-    /// `ConfigMap` or `Secret`.
-    pub kind: String,
+    pub kind: ReferenceKind,
     pub name: String,
     /// False when the object does not exist; None when it could not be read.
     pub exists: Option<bool>,
@@ -177,7 +308,7 @@ pub fn read_tar_gz(path: &Path) -> Result<Evidence, InputError> {
 
 /// `references.json` and `missing.json` inside a bundle's pod folder.
 pub fn read_meta(parts: &mut Parts, doc: &Doc) {
-    if doc.name.eq_ignore_ascii_case("missing.json") {
+    if doc.name.eq_ignore_ascii_case(file::MISSING) {
         match serde_json::from_str::<Vec<Missing>>(&doc.text) {
             Ok(m) => parts.missing.extend(m),
             Err(e) => parts.notes.push(format!("{}: {e}", doc.name)),
@@ -187,9 +318,9 @@ pub fn read_meta(parts: &mut Parts, doc: &Doc) {
     match serde_json::from_str::<Vec<Reference>>(&doc.text) {
         Ok(refs) => {
             for (i, r) in refs.into_iter().enumerate() {
-                let kind = match r.kind.as_str() {
-                    "Secret" => RefKind::Secret,
-                    "ConfigMap" => RefKind::ConfigMap,
+                let kind = match r.kind {
+                    ReferenceKind::Secret => RefKind::Secret,
+                    ReferenceKind::ConfigMap => RefKind::ConfigMap,
                     _ => {
                         let text = format!(
                             "{} {} exists: {}",
@@ -200,7 +331,7 @@ pub fn read_meta(parts: &mut Parts, doc: &Doc) {
                         let cite =
                             Cite::new(SourceKind::Object, format!("{}[{i}]", doc.name), text);
                         parts.object_refs.push(ObjectRef {
-                            kind: r.kind,
+                            kind: r.kind.as_str().to_string(),
                             name: r.name,
                             exists: r.exists,
                             cite,
@@ -454,5 +585,84 @@ mod tests {
         };
         assert!(write_dir(&dir.join("bad"), &[bad], None, "").is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn every_bundle_file_is_read_back_as_its_kind() {
+        use crate::ingest::{FileKind, kind_of_file};
+        use crate::scan::LogKind;
+        for f in BundleFile::FIXED {
+            let want = match f {
+                BundleFile::Top => FileKind::Top,
+                BundleFile::References | BundleFile::Missing => FileKind::BundleMeta,
+                _ => FileKind::Objects,
+            };
+            assert_eq!(kind_of_file(&f.name()), Some(want), "{}", f.name());
+        }
+        let log = BundleFile::Logs {
+            container: "Web".into(),
+            previous: true,
+        };
+        assert_eq!(log.name(), "logs-previous.Web.txt");
+        assert_eq!(
+            kind_of_file(&log.name()),
+            Some(FileKind::Logs {
+                kind: LogKind::Previous,
+                container: Some("Web".into())
+            })
+        );
+        let current = BundleFile::Logs {
+            container: "web".into(),
+            previous: false,
+        };
+        assert!(matches!(
+            kind_of_file(&current.name()),
+            Some(FileKind::Logs {
+                kind: LogKind::Current,
+                ..
+            })
+        ));
+        assert!(BundleFile::is_log(&current.name()) && !BundleFile::is_log(file::POD));
+    }
+
+    #[test]
+    fn reference_kinds_keep_the_bundle_format() {
+        let text = r#"[{"kind":"ConfigMap","name":"a","exists":true,"keys":{"k":1}},
+            {"kind":"Secret","name":"b","exists":false},
+            {"kind":"Service","name":"db","exists":false},
+            {"kind":"ServiceAccount","name":"default","exists":true},
+            {"kind":"Ingress","name":"x","exists":null}]"#;
+        let refs: Vec<Reference> = serde_json::from_str(text).unwrap();
+        let kinds: Vec<ReferenceKind> = refs.iter().map(|r| r.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ReferenceKind::ConfigMap,
+                ReferenceKind::Secret,
+                ReferenceKind::Service,
+                ReferenceKind::ServiceAccount,
+                ReferenceKind::Other
+            ]
+        );
+        let v = serde_json::to_value(&refs[..4]).unwrap();
+        assert_eq!(v[0]["kind"], "ConfigMap");
+        assert_eq!(v[2]["kind"], "Service");
+        assert_eq!(v[3]["kind"], "ServiceAccount");
+    }
+
+    #[test]
+    fn missing_reads_old_bundles_and_keeps_its_hint_apart() {
+        let old: Vec<Missing> =
+            serde_json::from_str(r#"[{"what":"events","why":"forbidden"}]"#).unwrap();
+        assert_eq!(old[0].hint, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("hint"));
+        let new = Missing {
+            what: "events".into(),
+            why: "forbidden".into(),
+            hint: Some("grant `list` on `events`".into()),
+        };
+        let v = serde_json::to_value(&new).unwrap();
+        assert_eq!(v["why"], "forbidden");
+        assert_eq!(v["hint"], "grant `list` on `events`");
     }
 }

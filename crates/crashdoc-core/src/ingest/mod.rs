@@ -129,28 +129,46 @@ pub fn kind_of_file(name: &str) -> Option<FileKind> {
             container: Some(name[start..start + c.len()].to_string()),
         })
     };
+    use bundle::file;
     if let Some(k) =
-        log("logs-previous", LogKind::Previous).or_else(|| log("logs", LogKind::Current))
+        log(file::LOGS_PREVIOUS, LogKind::Previous).or_else(|| log(file::LOGS, LogKind::Current))
     {
         return Some(k);
     }
     Some(match n.as_str() {
         "describe-pod.txt" | "describe.txt" => FileKind::Describe,
         "get-pods.txt" | "pods.txt" => FileKind::GetPods,
-        "pod.yaml" | "pod.yml" | "pod.json" | "deployment.yaml" | "deployment.json"
-        | "replicaset.yaml" | "replicaset.json" | "statefulset.yaml" | "statefulset.json"
-        | "daemonset.yaml" | "daemonset.json" | "job.yaml" | "job.json" | "configmap.yaml"
-        | "configmap.json" | "secret.yaml" | "secret.json" | "node.yaml" | "node.json"
-        | "pvc.yaml" | "pvc.json" | "events.json" | "events.yaml" | "owner.json" => {
-            FileKind::Objects
-        }
+        file::POD
+        | file::DEPLOYMENT
+        | file::REPLICASET
+        | file::STATEFULSET
+        | file::DAEMONSET
+        | file::JOB
+        | file::NODE
+        | file::PVC
+        | file::EVENTS
+        | "pod.yaml"
+        | "pod.yml"
+        | "deployment.yaml"
+        | "replicaset.yaml"
+        | "statefulset.yaml"
+        | "daemonset.yaml"
+        | "job.yaml"
+        | "configmap.yaml"
+        | "configmap.json"
+        | "secret.yaml"
+        | "secret.json"
+        | "node.yaml"
+        | "pvc.yaml"
+        | "events.yaml"
+        | "owner.json" => FileKind::Objects,
         "events.txt" => FileKind::Events,
         "describe-node.txt" => FileKind::Node,
         "get-pvc.txt" | "describe-pvc.txt" => FileKind::Pvc,
         "describe-secret.txt" | "describe-configmap.txt" => FileKind::DescribeData,
-        "top-pod.txt" | "top.txt" => FileKind::Top,
+        file::TOP | "top.txt" => FileKind::Top,
         "other.txt" => FileKind::Other,
-        "references.json" | "missing.json" => FileKind::BundleMeta,
+        file::REFERENCES | file::MISSING => FileKind::BundleMeta,
         _ => return None,
     })
 }

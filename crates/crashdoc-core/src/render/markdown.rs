@@ -107,7 +107,14 @@ fn note(out: &mut String, pod: &PodReport) {
         let _ = writeln!(out, "- [ ] `{c}`");
     }
     for m in &pod.missing {
-        let _ = writeln!(out, "- [ ] collect {}: {}", m.what, m.why);
+        match &m.hint {
+            Some(h) => {
+                let _ = writeln!(out, "- [ ] collect {}: {} (hint: {h})", m.what, m.why);
+            }
+            None => {
+                let _ = writeln!(out, "- [ ] collect {}: {}", m.what, m.why);
+            }
+        }
     }
     if pod.diagnoses.len() > 1 {
         let others: Vec<String> = pod.diagnoses[1..]

@@ -55,4 +55,37 @@ mod tests {
         insta::assert_snapshot!("terminal", terminal(&r, Style::plain()));
         insta::assert_snapshot!("markdown", markdown(&r));
     }
+
+    #[test]
+    fn a_collector_hint_is_rendered_apart_from_why() {
+        use crate::ingest::bundle::{PodFiles, read_memory};
+        let pod = PodFiles {
+            namespace: "ml".into(),
+            name: "web-1".into(),
+            files: vec![
+                ("pod.json".into(), br#"{"kind":"Pod","metadata":{"name":"web-1","namespace":"ml"},"status":{"containerStatuses":[{"name":"web","restartCount":2,"lastState":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}}"#.to_vec()),
+                ("missing.json".into(), br#"[{"what":"events","why":"forbidden","hint":"grant `list` on `events`"},{"what":"usage","why":"no metrics-server"}]"#.to_vec()),
+            ],
+        };
+        let r = diagnose_all(&read_memory(&[pod]));
+        let t = terminal(&r, Style::plain());
+        assert!(
+            t.contains("- events: forbidden\n      hint: grant `list` on `events`\n"),
+            "{t}"
+        );
+        assert!(t.contains("- usage: no metrics-server\n"), "{t}");
+        assert!(!t.contains("no metrics-server\n      hint"), "{t}");
+        let m = markdown(&r);
+        assert!(
+            m.contains("collect events: forbidden (hint: grant `list` on `events`)"),
+            "{m}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        let missing = v["pods"][0]["missing"].as_array().unwrap();
+        let events = missing.iter().find(|m| m["what"] == "events").unwrap();
+        assert_eq!(events["why"], "forbidden");
+        assert_eq!(events["hint"], "grant `list` on `events`");
+        let usage = missing.iter().find(|m| m["what"] == "usage").unwrap();
+        assert!(usage.get("hint").is_none());
+    }
 }

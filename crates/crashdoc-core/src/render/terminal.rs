@@ -89,6 +89,9 @@ fn pod_block(out: &mut String, pod: &PodReport, style: Style) {
         );
         for m in &pod.missing {
             let _ = writeln!(out, "    - {}: {}", m.what, m.why);
+            if let Some(h) = &m.hint {
+                let _ = writeln!(out, "      hint: {h}");
+            }
         }
     }
     for n in &pod.notes {

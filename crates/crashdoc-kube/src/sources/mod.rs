@@ -1,0 +1,192 @@
+//! Each kind of evidence is a source (troubleshoot's collector interface): it
+//! names itself, declares the RBAC rules it needs (get/list/watch only), and
+//! collects one pod's evidence into typed bundle files, references and
+//! [`Missing`] entries. A source never fails: what it could not read is data
+//! in the bundle. The driver in [`crate::collect`] runs them in waves.
+
+pub mod events;
+pub mod logs;
+pub mod metrics;
+pub mod node;
+pub mod owner;
+pub mod pod;
+pub mod pvcs;
+pub mod references;
+pub mod service_account;
+pub mod services;
+
+use crate::CollectOptions;
+use crashdoc_core::ingest::bundle::{BundleFile, Reference};
+use crashdoc_core::model::Missing;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::Api;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// One RBAC rule a source needs: API group (`""` for core), resource, verbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+}
+
+impl Rule {
+    pub const fn new(
+        group: &'static str,
+        resource: &'static str,
+        verbs: &'static [&'static str],
+    ) -> Rule {
+        Rule {
+            group,
+            resource,
+            verbs,
+        }
+    }
+
+    /// `pods/log`, `pods.metrics.k8s.io`: the resource as RBAC hints name it.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_string()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// What a source collected for one pod.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub files: Vec<(BundleFile, Vec<u8>)>,
+    /// Entries of `references.json`.
+    pub references: Vec<Reference>,
+    /// Entries of `missing.json`.
+    pub missing: Vec<Missing>,
+}
+
+/// One pod, and what a source may use to read its evidence.
+pub struct Ctx<'a> {
+    pub client: &'a kube::Client,
+    /// The pod's namespace.
+    pub namespace: &'a str,
+    /// The collector's namespace (where a bare host name is looked up).
+    pub default_namespace: &'a str,
+    /// The pod's name.
+    pub name: &'a str,
+    pub pod: &'a Pod,
+    pub opts: &'a CollectOptions,
+    /// Events already listed for the pod (a scan lists them once per namespace).
+    pub events: Option<&'a [Event]>,
+    /// The hosts the pod's logs fail to reach (second wave only).
+    pub hosts: &'a [String],
+    pub(crate) requests: &'a AtomicU32,
+}
+
+impl Ctx<'_> {
+    /// Count one API request.
+    pub fn count(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The API of a namespaced kind in the pod's namespace.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), self.namespace)
+    }
+
+    /// Get one object, counted, retried on transient errors.
+    pub async fn get<K>(&self, api: &Api<K>, name: &str) -> Result<K, kube::Error>
+    where
+        K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        self.count();
+        crate::retry::read(3, || api.get(name)).await
+    }
+}
+
+/// A kind of evidence.
+pub trait Source: Sync {
+    /// Its name (`logs`, `events`, ...).
+    fn name(&self) -> &'static str;
+    /// The RBAC rules its requests need.
+    fn rbac(&self) -> &'static [Rule];
+    /// Collect one pod's evidence of this kind.
+    fn collect<'a>(&'a self, cx: &'a Ctx<'a>) -> BoxFuture<'a, Output>;
+}
+
+/// The first wave, in the order their files and entries are written.
+pub static FIRST_WAVE: &[&dyn Source] = &[
+    &pod::PodSource,
+    &logs::Logs,
+    &events::Events,
+    &owner::OwnerChain,
+    &node::NodeSource,
+    &pvcs::Pvcs,
+    &references::References,
+    &service_account::ServiceAccounts,
+    &metrics::Metrics,
+];
+
+/// The second wave: it needs the first wave's logs.
+pub static SECOND_WAVE: &[&dyn Source] = &[&services::Services];
+
+/// Requests made before the sources run: resolving a target to its pods,
+/// and `scan`'s listing of pods and events.
+pub static RESOLVE_RBAC: &[Rule] = &[
+    Rule::new("", "pods", &["get", "list"]),
+    Rule::new("", "events", &["list"]),
+    Rule::new("apps", "deployments", &["get"]),
+    Rule::new("apps", "statefulsets", &["get"]),
+    Rule::new("apps", "daemonsets", &["get"]),
+    Rule::new("apps", "replicasets", &["get", "list"]),
+    Rule::new("batch", "jobs", &["get"]),
+];
+
+/// Every rule any read of the collector needs (resolve and every source).
+pub fn all_rules() -> Vec<(&'static str, Rule)> {
+    let mut out: Vec<(&'static str, Rule)> = RESOLVE_RBAC.iter().map(|r| ("resolve", *r)).collect();
+    for s in FIRST_WAVE.iter().chain(SECOND_WAVE) {
+        out.extend(s.rbac().iter().map(|r| (s.name(), *r)));
+    }
+    out
+}
+
+/// A failed read as missing evidence: why, and for a 403 the RBAC rule that
+/// would allow it as the hint.
+pub fn missing(what: impl Into<String>, e: &kube::Error, verb: &str, rule: &Rule) -> Missing {
+    let (why, hint) = match e {
+        kube::Error::Api(s) if s.code == 403 => {
+            let res = rule.qualified();
+            (
+                "forbidden".to_string(),
+                Some(format!(
+                    "grant `{verb}` on `{res}` (rbac: apiGroups: [\"{}\"], resources: [{}], verbs: [{verb}])",
+                    rule.group, rule.resource
+                )),
+            )
+        }
+        kube::Error::Api(s) if s.code == 404 => ("not found".to_string(), None),
+        kube::Error::Api(s) => (
+            format!("the API server answered {}: {}", s.code, s.message),
+            None,
+        ),
+        other => (format!("request failed: {other}"), None),
+    };
+    Missing {
+        what: what.into(),
+        why,
+        hint,
+    }
+}
+
+/// Whether an error is the API server's 404.
+pub fn not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 404)
+}
+
+pub(crate) fn json<T: serde::Serialize>(v: &T) -> Vec<u8> {
+    serde_json::to_vec_pretty(v).unwrap_or_default()
+}
