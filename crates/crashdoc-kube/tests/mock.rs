@@ -1,0 +1,685 @@
+//! The collector against a mock API server (kube-rs's pattern: a tower
+//! service behind `kube::Client::new`), in plain `cargo test`: every request
+//! is recorded (verb, path, query), every answer is chosen per path and per
+//! attempt, so 403s, 404s, 429s, 5xx, reset connections, pagination, an
+//! absent metrics API and a pod deleted between list and get are exercised
+//! without a cluster.
+
+use bytes::Bytes;
+use crashdoc_core::ingest::bundle::{PodFiles, Reference, ReferenceKind, read_memory};
+use crashdoc_core::model::Missing;
+use crashdoc_kube::{CollectOptions, Collection, KubeError, Target};
+use http::{Request, Response};
+use http_body_util::Full;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+const NS: &str = "shop";
+const SECRET_VALUE: &str = "hunter2-planted-value";
+
+/// One answer of the mock server.
+#[derive(Clone, Debug)]
+enum Reply {
+    Json(u16, Value),
+    Text(u16, String),
+    /// 429 with a Retry-After header.
+    TooMany,
+    /// The connection drops before an answer.
+    Reset,
+}
+
+fn status(code: u16, reason: &str) -> Reply {
+    Reply::Json(
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("{reason} (mock)"), "reason": reason, "code": code}),
+    )
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Seen {
+    method: String,
+    path: String,
+    query: String,
+}
+
+/// A recorded-response API server: answers by path, the n-th request of a
+/// path gets the n-th answer (the last one repeats).
+#[derive(Clone, Default)]
+struct Mock {
+    routes: Arc<Mutex<HashMap<String, Vec<Reply>>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Mock {
+    fn on(&self, path: &str, replies: Vec<Reply>) -> &Self {
+        self.routes
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), replies);
+        self
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn calls(&self, path: &str) -> usize {
+        self.seen().iter().filter(|s| s.path == path).count()
+    }
+
+    fn client(&self) -> kube::Client {
+        let m = self.clone();
+        let svc = tower::service_fn(move |req: Request<kube::client::Body>| {
+            let m = m.clone();
+            async move {
+                let path = req.uri().path().to_string();
+                let query = req.uri().query().unwrap_or("").to_string();
+                let n = {
+                    let mut seen = m.seen.lock().unwrap();
+                    let n = seen.iter().filter(|s| s.path == path).count();
+                    seen.push(Seen {
+                        method: req.method().to_string(),
+                        path: path.clone(),
+                        query,
+                    });
+                    n
+                };
+                let reply = {
+                    let routes = m.routes.lock().unwrap();
+                    match routes.get(&path) {
+                        Some(r) => r[n.min(r.len() - 1)].clone(),
+                        None => status(404, "NotFound"),
+                    }
+                };
+                let (code, body, retry) = match reply {
+                    Reply::Reset => {
+                        return Err::<
+                            Response<Full<Bytes>>,
+                            Box<dyn std::error::Error + Send + Sync>,
+                        >(Box::new(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionReset,
+                            "connection reset by peer",
+                        )));
+                    }
+                    Reply::Json(c, v) => (c, v.to_string(), false),
+                    Reply::Text(c, t) => (c, t, false),
+                    Reply::TooMany => {
+                        (429, status(429, "TooManyRequests").json().to_string(), true)
+                    }
+                };
+                let mut b = Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json");
+                if retry {
+                    b = b.header("retry-after", "1");
+                }
+                Ok(b.body(Full::new(Bytes::from(body))).unwrap())
+            }
+        });
+        kube::Client::new(svc, NS)
+    }
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        match self {
+            Reply::Json(_, v) => v.clone(),
+            _ => Value::Null,
+        }
+    }
+}
+
+fn ok(v: Value) -> Reply {
+    Reply::Json(200, v)
+}
+
+fn pod_json(name: &str, uid: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": uid, "labels": {"app": "web"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-abc",
+                "uid": "rs-1", "controller": true}]},
+        "spec": {
+            "nodeName": "node-1",
+            "serviceAccountName": "web",
+            "containers": [{"name": "web", "image": "web:1",
+                "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "app-secret", "key": "token"}}}],
+                "envFrom": [{"configMapRef": {"name": "app-config"}}],
+                "resources": {"limits": {"memory": "256Mi"}}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+        },
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "web", "image": "web:1", "imageID": "", "ready": false, "restartCount": 3,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
+    })
+}
+
+const POD: &str = "/api/v1/namespaces/shop/pods/web-1";
+const PODS: &str = "/api/v1/namespaces/shop/pods";
+const LOG: &str = "/api/v1/namespaces/shop/pods/web-1/log";
+const EVENTS: &str = "/api/v1/namespaces/shop/events";
+const RS: &str = "/apis/apps/v1/namespaces/shop/replicasets/web-abc";
+const RSS: &str = "/apis/apps/v1/namespaces/shop/replicasets";
+const DEPLOY: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
+const NODE: &str = "/api/v1/nodes/node-1";
+const PVC: &str = "/api/v1/namespaces/shop/persistentvolumeclaims/data";
+const CM: &str = "/api/v1/namespaces/shop/configmaps/app-config";
+const SECRET: &str = "/api/v1/namespaces/shop/secrets/app-secret";
+const SA: &str = "/api/v1/namespaces/shop/serviceaccounts/web";
+const METRICS: &str = "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-1";
+const SVC: &str = "/api/v1/namespaces/shop/services/postgres";
+
+/// A cluster where everything about web-1 can be read.
+fn cluster() -> Mock {
+    let m = Mock::default();
+    let event = json!({"metadata": {"name": "web-1.1", "namespace": NS},
+        "involvedObject": {"kind": "Pod", "name": "web-1", "namespace": NS, "uid": "uid-1"},
+        "reason": "BackOff", "type": "Warning", "message": "Back-off restarting failed container web in pod web-1"});
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"spec": {"containers": [{"name": "web", "image": "web:1"}]}}}});
+    m.on(POD, vec![ok(pod_json("web-1", "uid-1"))])
+        .on(PODS, vec![ok(json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+            "items": [pod_json("web-1", "uid-1")]}))])
+        .on(LOG, vec![Reply::Text(200, "loading model\nError: connect ECONNREFUSED postgres:5432\n".into())])
+        .on(EVENTS, vec![ok(json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": [event]}))])
+        .on(RS, vec![ok(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web-abc", "namespace": NS, "annotations": {"deployment.kubernetes.io/revision": "2"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-1", "controller": true}]},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}}}))])
+        .on(RSS, vec![ok(json!({"apiVersion": "apps/v1", "kind": "ReplicaSetList", "metadata": {}, "items": []}))])
+        .on(DEPLOY, vec![ok(deploy)])
+        .on(NODE, vec![ok(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}))])
+        .on(PVC, vec![ok(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": NS}, "status": {"phase": "Bound"}}))])
+        .on(CM, vec![ok(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "app-config", "namespace": NS}, "data": {"MODEL": "llama"}}))])
+        .on(SECRET, vec![ok(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "app-secret", "namespace": NS},
+            "data": {"token": "aHVudGVyMi1wbGFudGVkLXZhbHVl"},
+            "stringData": {"other": SECRET_VALUE}}))])
+        .on(SA, vec![ok(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "web", "namespace": NS}}))])
+        .on(METRICS, vec![ok(json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetrics",
+            "metadata": {"name": "web-1", "namespace": NS},
+            "containers": [{"name": "web", "usage": {"cpu": "12m", "memory": "250Mi"}}]}))])
+        .on(SVC, vec![status(404, "NotFound")]);
+    m
+}
+
+fn opts() -> CollectOptions {
+    CollectOptions {
+        log_lines: Some(100),
+        log_bytes: 1 << 20,
+        secret_keys: true,
+    }
+}
+
+async fn collect(m: &Mock, target: &str) -> Result<Collection, KubeError> {
+    let target: Target = target.parse().unwrap();
+    crashdoc_kube::scan::collect_target(m.client(), NS, opts(), &target).await
+}
+
+fn file<'a>(p: &'a PodFiles, name: &str) -> Option<&'a [u8]> {
+    p.files
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, b)| b.as_slice())
+}
+
+fn missing(p: &PodFiles) -> Vec<Missing> {
+    serde_json::from_slice(file(p, "missing.json").expect("missing.json")).unwrap()
+}
+
+fn references(p: &PodFiles) -> Vec<Reference> {
+    file(p, "references.json")
+        .map(|b| serde_json::from_slice(b).unwrap())
+        .unwrap_or_default()
+}
+
+fn reference(p: &PodFiles, kind: ReferenceKind, name: &str) -> Option<Reference> {
+    references(p)
+        .into_iter()
+        .find(|r| r.kind == kind && r.name == name)
+}
+
+/// The first cause diagnosed from the collected bundle.
+fn cause(c: &Collection) -> String {
+    let report = crashdoc_core::diagnose_all(&read_memory(&c.pods));
+    report.pods[0]
+        .diagnoses
+        .first()
+        .map(|d| d.cause.id().to_string())
+        .unwrap_or_default()
+}
+
+/// The cause diagnosed when everything could be read.
+async fn baseline() -> String {
+    cause(&collect(&cluster(), "web-1").await.unwrap())
+}
+
+#[tokio::test]
+async fn a_readable_pod_is_collected_in_three_waves_of_gets() {
+    let m = cluster();
+    let c = collect(&m, "web-1").await.unwrap();
+    let p = &c.pods[0];
+    let names: Vec<&str> = p.files.iter().map(|(n, _)| n.as_str()).collect();
+    for f in [
+        "pod.json",
+        "logs.web.txt",
+        "logs-previous.web.txt",
+        "events.json",
+        "replicaset.json",
+        "deployment.json",
+        "node.json",
+        "pvc.json",
+        "top-pod.txt",
+        "references.json",
+        "missing.json",
+    ] {
+        assert!(names.contains(&f), "{f} not in {names:?}");
+    }
+    assert!(missing(p).is_empty(), "{:?}", missing(p));
+    let secret = reference(p, ReferenceKind::Secret, "app-secret").unwrap();
+    assert_eq!(secret.exists, Some(true));
+    assert_eq!(
+        secret.keys.keys().collect::<Vec<_>>(),
+        ["other", "token"],
+        "key names only"
+    );
+    assert_eq!(
+        reference(p, ReferenceKind::ConfigMap, "app-config")
+            .unwrap()
+            .exists,
+        Some(true)
+    );
+    assert_eq!(
+        reference(p, ReferenceKind::ServiceAccount, "web")
+            .unwrap()
+            .exists,
+        Some(true)
+    );
+    // The second wave: the Service behind the host the log fails to reach.
+    assert_eq!(
+        reference(p, ReferenceKind::Service, "postgres")
+            .unwrap()
+            .exists,
+        Some(false)
+    );
+    for (n, b) in &p.files {
+        let text = String::from_utf8_lossy(b);
+        assert!(!text.contains(SECRET_VALUE), "secret value in {n}");
+        assert!(
+            !text.contains("aHVudGVyMi1wbGFudGVkLXZhbHVl"),
+            "secret value in {n}"
+        );
+    }
+    assert_eq!(
+        file(p, "top-pod.txt").map(String::from_utf8_lossy).unwrap(),
+        "POD NAME CPU(cores) MEMORY(bytes)\nweb-1 web 12m 250Mi\n"
+    );
+
+    // Requests: only GETs; one to resolve, 11 in the first wave, 1 in the second.
+    let seen = m.seen();
+    assert!(seen.iter().all(|s| s.method == "GET"), "{seen:?}");
+    assert_eq!(seen.len(), 13, "{seen:?}");
+    assert_eq!(c.requests, 13);
+    assert_eq!(c.waves, 3);
+    assert_eq!(c.wave_requests, [11, 1]);
+    assert_eq!(c.wave_times.len(), 2);
+    assert_eq!(seen[0].path, POD);
+    assert_eq!(seen.last().unwrap().path, SVC);
+    let logs: Vec<&Seen> = seen.iter().filter(|s| s.path == LOG).collect();
+    assert_eq!(logs.len(), 2);
+    assert!(logs.iter().any(|s| s.query.contains("previous=true")));
+    assert!(logs.iter().all(|s| s.query.contains("container=web")));
+    assert!(logs.iter().all(|s| s.query.contains("tailLines=100")));
+    let ev = seen.iter().find(|s| s.path == EVENTS).unwrap();
+    assert!(
+        ev.query
+            .contains("fieldSelector=involvedObject.uid%3Duid-1"),
+        "{}",
+        ev.query
+    );
+    assert_eq!(cause(&c), baseline().await);
+}
+
+#[tokio::test]
+async fn a_deployment_resolves_through_its_selector_in_two_waves() {
+    let m = cluster();
+    let c = collect(&m, "deploy/web").await.unwrap();
+    assert_eq!(c.pods.len(), 1);
+    assert_eq!(
+        c.waves, 4,
+        "get the deployment, list pods and replicasets, then two waves"
+    );
+    let seen = m.seen();
+    assert_eq!(seen[0].path, DEPLOY);
+    let list = seen.iter().find(|s| s.path == PODS).unwrap();
+    assert!(
+        list.query.contains("labelSelector=app%3Dweb"),
+        "{}",
+        list.query
+    );
+    assert!(seen.iter().any(|s| s.path == RSS));
+    assert_eq!(c.requests as usize, seen.len());
+    assert_eq!(cause(&c), baseline().await);
+}
+
+/// Each source forbidden on its own: missing evidence with the RBAC rule
+/// as its hint, the rest collected, a diagnosis still made.
+#[tokio::test]
+async fn a_403_on_each_source_is_missing_evidence_with_an_rbac_hint() {
+    let cases: &[(&str, &str, &str)] = &[
+        (LOG, "logs --previous of web", "grant `get` on `pods/log`"),
+        (EVENTS, "events", "grant `list` on `events`"),
+        (
+            RS,
+            "owner ReplicaSet/web-abc",
+            "grant `get` on `replicasets.apps`",
+        ),
+        (
+            DEPLOY,
+            "owner Deployment/web",
+            "grant `get` on `deployments.apps`",
+        ),
+        (NODE, "node", "grant `get` on `nodes`"),
+        (
+            PVC,
+            "persistentvolumeclaim data",
+            "grant `get` on `persistentvolumeclaims`",
+        ),
+        (CM, "configmap app-config", "grant `get` on `configmaps`"),
+        (SECRET, "secret app-secret", "grant `get` on `secrets`"),
+        (SA, "serviceaccount", "grant `get` on `serviceaccounts`"),
+        (
+            METRICS,
+            "usage (metrics.k8s.io)",
+            "grant `get` on `pods.metrics.k8s.io`",
+        ),
+    ];
+    for (path, what, hint) in cases {
+        let m = cluster();
+        m.on(path, vec![status(403, "Forbidden")]);
+        let c = collect(&m, "web-1").await.unwrap();
+        let p = &c.pods[0];
+        let miss = missing(p);
+        let entry = miss
+            .iter()
+            .find(|x| x.what == *what)
+            .unwrap_or_else(|| panic!("{path}: no missing {what}: {miss:?}"));
+        assert_eq!(entry.why, "forbidden", "{path}");
+        let h = entry.hint.as_deref().unwrap_or_default();
+        assert!(h.starts_with(hint), "{path}: {h}");
+        assert!(!entry.why.contains("hint"), "advice stays out of why");
+        // Only this source is missing (a forbidden log takes both runs).
+        assert!(
+            miss.iter()
+                .all(|x| x.hint.is_some() && x.why == "forbidden"),
+            "{path}: {miss:?}"
+        );
+        // A 403 is not retried.
+        assert_eq!(m.calls(path), if *path == LOG { 2 } else { 1 }, "{path}");
+        assert!(!cause(&c).is_empty(), "{path}: no diagnosis");
+        if *path == CM || *path == SECRET {
+            let kind = if *path == CM {
+                ReferenceKind::ConfigMap
+            } else {
+                ReferenceKind::Secret
+            };
+            let name = if *path == CM {
+                "app-config"
+            } else {
+                "app-secret"
+            };
+            assert_eq!(reference(p, kind, name).unwrap().exists, None);
+        }
+    }
+    // A forbidden Service lookup leaves the Service's existence unknown.
+    let m = cluster();
+    m.on(SVC, vec![status(403, "Forbidden")]);
+    let c = collect(&m, "web-1").await.unwrap();
+    assert_eq!(
+        reference(&c.pods[0], ReferenceKind::Service, "postgres")
+            .unwrap()
+            .exists,
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_404_says_the_reference_does_not_exist() {
+    let m = cluster();
+    m.on(CM, vec![status(404, "NotFound")])
+        .on(SECRET, vec![status(404, "NotFound")])
+        .on(SA, vec![status(404, "NotFound")]);
+    let c = collect(&m, "web-1").await.unwrap();
+    let p = &c.pods[0];
+    for (kind, name) in [
+        (ReferenceKind::ConfigMap, "app-config"),
+        (ReferenceKind::Secret, "app-secret"),
+        (ReferenceKind::ServiceAccount, "web"),
+    ] {
+        let r = reference(p, kind, name).unwrap();
+        assert_eq!(r.exists, Some(false), "{kind} {name}");
+        assert!(r.keys.is_empty());
+    }
+    assert!(
+        missing(p).is_empty(),
+        "a 404 is an answer, not missing evidence"
+    );
+    // Near miss: the ConfigMap that exists is still `exists: true`.
+    let m = cluster();
+    m.on(SECRET, vec![status(404, "NotFound")]);
+    let c = collect(&m, "web-1").await.unwrap();
+    assert_eq!(
+        reference(&c.pods[0], ReferenceKind::ConfigMap, "app-config")
+            .unwrap()
+            .exists,
+        Some(true)
+    );
+}
+
+#[tokio::test]
+async fn a_429_with_retry_after_is_retried() {
+    let m = cluster();
+    m.on(EVENTS, vec![Reply::TooMany, ok(cluster_events())]);
+    let c = collect(&m, "web-1").await.unwrap();
+    assert_eq!(m.calls(EVENTS), 2);
+    assert!(file(&c.pods[0], "events.json").is_some());
+    assert!(missing(&c.pods[0]).is_empty());
+    // Counted once: the collector counts reads, the server sees attempts.
+    assert_eq!(c.requests as usize + 1, m.seen().len());
+}
+
+fn cluster_events() -> Value {
+    json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": []})
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported() {
+    let m = cluster();
+    m.on(
+        NODE,
+        vec![
+            status(503, "ServiceUnavailable"),
+            ok(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})),
+        ],
+    )
+    .on(PVC, vec![status(500, "InternalError")]);
+    let c = collect(&m, "web-1").await.unwrap();
+    let p = &c.pods[0];
+    assert_eq!(m.calls(NODE), 2);
+    assert!(file(p, "node.json").is_some());
+    assert_eq!(m.calls(PVC), 3, "three attempts");
+    let miss = missing(p);
+    assert_eq!(miss.len(), 1, "{miss:?}");
+    assert_eq!(miss[0].what, "persistentvolumeclaim data");
+    assert!(
+        miss[0].why.starts_with("the API server answered 500"),
+        "{}",
+        miss[0].why
+    );
+    assert_eq!(miss[0].hint, None);
+    assert_eq!(cause(&c), baseline().await);
+}
+
+#[tokio::test]
+async fn a_reset_connection_is_retried() {
+    let m = cluster();
+    m.on(SA, vec![Reply::Reset, ok(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "web", "namespace": NS}}))]);
+    let c = collect(&m, "web-1").await.unwrap();
+    assert_eq!(m.calls(SA), 2);
+    assert_eq!(
+        reference(&c.pods[0], ReferenceKind::ServiceAccount, "web")
+            .unwrap()
+            .exists,
+        Some(true)
+    );
+    // Always reset: the read fails after three attempts, as missing evidence.
+    let m = cluster();
+    m.on(SA, vec![Reply::Reset]);
+    let c = collect(&m, "web-1").await.unwrap();
+    assert_eq!(m.calls(SA), 3);
+    let miss = missing(&c.pods[0]);
+    assert!(
+        miss.iter()
+            .any(|x| x.what == "serviceaccount" && x.why.starts_with("request failed")),
+        "{miss:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_absent_metrics_api_is_named_and_a_missing_sample_is_not() {
+    let m = cluster();
+    m.on(METRICS, vec![Reply::Text(404, "404 page not found".into())]);
+    let c = collect(&m, "web-1").await.unwrap();
+    let miss = missing(&c.pods[0]);
+    assert_eq!(miss.len(), 1, "{miss:?}");
+    assert_eq!(miss[0].what, "usage");
+    assert!(miss[0].why.contains("does not serve metrics.k8s.io"));
+    assert!(file(&c.pods[0], "top-pod.txt").is_none());
+    assert_eq!(cause(&c), baseline().await);
+    // Near miss: metrics-server answers NotFound for a pod it has no sample of yet.
+    let m = cluster();
+    m.on(METRICS, vec![status(404, "NotFound")]);
+    let c = collect(&m, "web-1").await.unwrap();
+    assert!(missing(&c.pods[0]).is_empty());
+    assert!(file(&c.pods[0], "top-pod.txt").is_none());
+}
+
+#[tokio::test]
+async fn a_pod_deleted_between_list_and_get() {
+    // Listed by the deployment's selector, gone when its evidence is read.
+    let m = cluster();
+    m.on(LOG, vec![status(404, "NotFound")])
+        .on(EVENTS, vec![ok(cluster_events())])
+        .on(METRICS, vec![status(404, "NotFound")]);
+    let c = collect(&m, "deploy/web").await.unwrap();
+    let p = &c.pods[0];
+    let miss = missing(p);
+    for what in ["logs of web", "logs --previous of web"] {
+        let e = miss.iter().find(|x| x.what == what).unwrap();
+        assert_eq!(e.why, "not found");
+        assert_eq!(e.hint, None);
+    }
+    // The listed pod object is still the evidence: without the log that
+    // names the dependency, its termination (OOMKilled) is the cause.
+    assert!(file(p, "pod.json").is_some());
+    assert_eq!(baseline().await, "dependency-unreachable");
+    assert_eq!(cause(&c), "oom-killed");
+    // Named directly and gone: the error a user can act on.
+    let m = cluster();
+    m.on(POD, vec![status(404, "NotFound")]);
+    match collect(&m, "web-1").await {
+        Err(KubeError::NotFound { what, namespace }) => {
+            assert_eq!(what, "pod/web-1");
+            assert_eq!(namespace, NS);
+        }
+        other => panic!("{:?}", other.map(|c| c.pods.len())),
+    }
+    assert_eq!(m.seen().len(), 1);
+}
+
+#[tokio::test]
+async fn a_forbidden_pod_get_is_an_error_with_the_rule() {
+    let m = cluster();
+    m.on(POD, vec![status(403, "Forbidden")]);
+    match collect(&m, "web-1").await {
+        Err(KubeError::Forbidden { verb, resource, .. }) => {
+            assert_eq!((verb.as_str(), resource.as_str()), ("get", "pods"));
+        }
+        other => panic!("{:?}", other.map(|c| c.pods.len())),
+    }
+}
+
+#[tokio::test]
+async fn scan_follows_continue_tokens() {
+    let m = cluster();
+    let page = |items: Vec<Value>, cont: &str| {
+        ok(
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"continue": cont}, "items": items}),
+        )
+    };
+    let healthy = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "ok-1", "namespace": NS, "uid": "uid-2"},
+        "spec": {"containers": [{"name": "web", "image": "web:1"}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "web", "image": "web:1", "imageID": "",
+            "ready": true, "restartCount": 0, "state": {"running": {}}}]}});
+    m.on(
+        PODS,
+        vec![
+            page(vec![healthy], "tok-1"),
+            page(vec![pod_json("web-1", "uid-1")], ""),
+        ],
+    );
+    m.on(EVENTS, vec![
+        ok(json!({"apiVersion": "v1", "kind": "EventList", "metadata": {"continue": "ev-2"}, "items": []})),
+        ok(cluster_events()),
+    ]);
+    let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 4, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(s.total, 2, "both pages counted");
+    assert_eq!(s.pods.len(), 1, "only the unhealthy pod collected");
+    assert_eq!(s.pods[0].name, "web-1");
+    assert!(s.events_note.is_none());
+    let seen = m.seen();
+    let lists: Vec<&Seen> = seen.iter().filter(|x| x.path == PODS).collect();
+    assert_eq!(lists.len(), 2);
+    assert!(lists[0].query.contains("limit=500") && !lists[0].query.contains("continue"));
+    assert!(
+        lists[1].query.contains("continue=tok-1"),
+        "{}",
+        lists[1].query
+    );
+    let evs: Vec<&Seen> = seen.iter().filter(|x| x.path == EVENTS).collect();
+    assert_eq!(
+        evs.len(),
+        2,
+        "events listed once per namespace, paged, not per pod"
+    );
+    assert!(evs[1].query.contains("continue=ev-2"));
+    assert!(seen.iter().all(|x| x.method == "GET"));
+    // A scan collects each pod's first wave only: no Service lookup.
+    assert_eq!(m.calls(SVC), 0);
+}
+
+#[tokio::test]
+async fn scan_without_events_still_collects() {
+    let m = cluster();
+    m.on(EVENTS, vec![status(403, "Forbidden")]);
+    let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 2, &|_| {})
+        .await
+        .unwrap();
+    assert!(s.events_note.is_some());
+    assert_eq!(s.pods.len(), 1);
+    let miss = missing(&s.pods[0]);
+    assert!(
+        miss.iter().any(|x| x.what == "events" && x.hint.is_some()),
+        "{miss:?}"
+    );
+}
