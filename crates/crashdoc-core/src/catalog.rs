@@ -23,59 +23,89 @@ use std::sync::LazyLock;
 
 /// The catalog's files, in the order they are read.
 pub const FILES: &[(&str, &str)] = &[
-    ("general.yaml", include_str!("../catalog/general.yaml")),
-    ("markers.yaml", include_str!("../catalog/markers.yaml")),
+    (
+        "general.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/general.json")),
+    ),
+    (
+        "markers.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/markers.json")),
+    ),
     (
         "model-server-stages.yaml",
-        include_str!("../catalog/model-server-stages.yaml"),
+        include_str!(concat!(
+            env!("OUT_DIR"),
+            "/catalog/model-server-stages.json"
+        )),
     ),
     (
         "kubernetes.yaml",
-        include_str!("../catalog/kubernetes.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/kubernetes.json")),
     ),
     (
         "container-runtime.yaml",
-        include_str!("../catalog/container-runtime.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/container-runtime.json")),
     ),
     (
         "nvidia-container.yaml",
-        include_str!("../catalog/nvidia-container.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/nvidia-container.json")),
     ),
-    ("cuda.yaml", include_str!("../catalog/cuda.yaml")),
+    (
+        "cuda.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/cuda.json")),
+    ),
     (
         "gpu-frameworks.yaml",
-        include_str!("../catalog/gpu-frameworks.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/gpu-frameworks.json")),
     ),
     (
         "model-servers.yaml",
-        include_str!("../catalog/model-servers.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/model-servers.json")),
     ),
-    ("errno.yaml", include_str!("../catalog/errno.yaml")),
-    ("runtimes.yaml", include_str!("../catalog/runtimes.yaml")),
-    ("cpu.yaml", include_str!("../catalog/cpu.yaml")),
-    ("databases.yaml", include_str!("../catalog/databases.yaml")),
+    (
+        "errno.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/errno.json")),
+    ),
+    (
+        "runtimes.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/runtimes.json")),
+    ),
+    (
+        "cpu.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/cpu.json")),
+    ),
+    (
+        "databases.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/databases.json")),
+    ),
     (
         "infrastructure.yaml",
-        include_str!("../catalog/infrastructure.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/infrastructure.json")),
     ),
     (
         "app-frameworks.yaml",
-        include_str!("../catalog/app-frameworks.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/app-frameworks.json")),
     ),
     (
         "k8s-ecosystem.yaml",
-        include_str!("../catalog/k8s-ecosystem.yaml"),
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/k8s-ecosystem.json")),
     ),
     (
         "observability-messaging.yaml",
-        include_str!("../catalog/observability-messaging.yaml"),
+        include_str!(concat!(
+            env!("OUT_DIR"),
+            "/catalog/observability-messaging.json"
+        )),
     ),
 ];
 
 /// Kubernetes' vocabulary, extracted from its source.
 pub const VOCABULARY: (&str, &str) = (
     "kubernetes-vocabulary.yaml",
-    include_str!("../catalog/kubernetes-vocabulary.yaml"),
+    include_str!(concat!(
+        env!("OUT_DIR"),
+        "/catalog/kubernetes-vocabulary.json"
+    )),
 );
 
 /// Where a text stands.
@@ -371,8 +401,24 @@ fn static_fill(template: &str) -> String {
 struct Reason {
     kind: VocabKind,
     name: &'static str,
-    template: Option<regex::Regex>,
+    /// The message template as a regular expression, compiled the first
+    /// time a reason of this name is looked up with a message.
+    template: Option<String>,
+    template_rx: std::sync::OnceLock<Option<regex::Regex>>,
     sig: Option<&'static Signature>,
+}
+
+impl Reason {
+    fn template_matches(&self, message: &str) -> bool {
+        self.template_rx
+            .get_or_init(|| {
+                self.template
+                    .as_deref()
+                    .and_then(|rx| regex::Regex::new(rx).ok())
+            })
+            .as_ref()
+            .is_some_and(|t| t.is_match(message))
+    }
 }
 
 struct Loaded {
@@ -410,7 +456,7 @@ fn load() -> Loaded {
     let mut problems = Vec::new();
     let mut signatures: Vec<&'static Signature> = Vec::new();
     for (file, text) in FILES {
-        let raw: RawFile = match serde_saphyr::from_str(text) {
+        let raw: RawFile = match serde_json::from_str(text) {
             Ok(r) => r,
             Err(e) => {
                 problems.push(Problem {
@@ -433,7 +479,7 @@ fn load() -> Loaded {
             }
         }
     }
-    let vocabulary: Vocabulary = match serde_saphyr::from_str(VOCABULARY.1) {
+    let vocabulary: Vocabulary = match serde_json::from_str(VOCABULARY.1) {
         Ok(v) => v,
         Err(e) => {
             problems.push(Problem {
@@ -465,7 +511,8 @@ fn load() -> Loaded {
                 .message
                 .as_deref()
                 .and_then(template_pattern)
-                .and_then(|(_, rx)| regex::Regex::new(&rx).ok()),
+                .map(|(_, rx)| rx),
+            template_rx: std::sync::OnceLock::new(),
             sig: reason_signature(v, &vocabulary.kubernetes, n).map(|s| &*Box::leak(Box::new(s))),
         })
         .collect();
@@ -513,9 +560,7 @@ pub fn reason_support(
         .filter(|r| r.kind == kind && r.name == name)
         .collect();
     if let Some(m) = message
-        && let Some(r) = all
-            .iter()
-            .find(|r| r.template.as_ref().is_some_and(|t| t.is_match(m)))
+        && let Some(r) = all.iter().find(|r| r.template_matches(m))
     {
         return r.sig;
     }

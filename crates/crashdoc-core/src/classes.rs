@@ -19,7 +19,10 @@ use std::sync::LazyLock;
 /// Matches nothing: the regex of a class whose own does not compile.
 static NEVER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[^\s\S]").expect("static regex"));
 
-const FILE: (&str, &str) = ("classes.yaml", include_str!("../catalog/classes.yaml"));
+const FILE: (&str, &str) = (
+    "classes.yaml",
+    include_str!(concat!(env!("OUT_DIR"), "/catalog/classes.json")),
+);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -80,7 +83,7 @@ struct Loaded {
 
 fn load() -> Loaded {
     let mut problems = Vec::new();
-    let raw: RawFile = match serde_saphyr::from_str(FILE.1) {
+    let raw: RawFile = match serde_json::from_str(FILE.1) {
         Ok(r) => r,
         Err(e) => {
             problems.push(format!("{}: not a classes file: {e}", FILE.0));
