@@ -683,3 +683,178 @@ async fn scan_without_events_still_collects() {
         "{miss:?}"
     );
 }
+
+// `verify` against the same mock: the deployment's rollout as its status
+// reports it, then the new ReplicaSet's pods. Windows are zero or never
+// reached: the verdicts do not depend on time.
+
+mod verify {
+    use super::*;
+    use crashdoc_kube::verify::{Verdict, VerifyOptions, verify_deployment};
+    use std::time::Duration;
+
+    fn deployment(updated: i32, deadline: bool) -> Value {
+        let mut conditions = vec![];
+        if deadline {
+            conditions.push(json!({"type": "Progressing", "status": "False",
+                "reason": "ProgressDeadlineExceeded",
+                "message": "ReplicaSet \"web-abc\" has timed out progressing."}));
+        }
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": NS, "generation": 2,
+                "annotations": {"deployment.kubernetes.io/revision": "2"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"spec": {"containers": [{"name": "web", "image": "web:2"}]}}},
+            "status": {"observedGeneration": 2, "replicas": 1, "updatedReplicas": updated,
+                       "availableReplicas": updated, "conditions": conditions}})
+    }
+
+    fn healthy(name: &str, owner: &str, restarts: i32) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
+                    "uid": "rs", "controller": true}]},
+            "spec": {"containers": [{"name": "web", "image": "web:2"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "web", "image": "web:2",
+                "imageID": "", "ready": true, "restartCount": restarts, "state": {"running": {}}}]}})
+    }
+
+    fn pods(items: Vec<Value>) -> Reply {
+        ok(json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}))
+    }
+
+    /// A cluster whose ReplicaSets are web-abc (revision 2) and web-old (1).
+    fn rollout() -> Mock {
+        let m = Mock::default();
+        let rs = |name: &str, rev: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "metadata": {"name": name, "namespace": NS,
+                    "annotations": {"deployment.kubernetes.io/revision": rev}},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}}})
+        };
+        m.on(
+            RSS,
+            vec![ok(
+                json!({"apiVersion": "apps/v1", "kind": "ReplicaSetList", "metadata": {},
+                "items": [rs("web-old", "1"), rs("web-abc", "2")]}),
+            )],
+        );
+        m
+    }
+
+    fn opts(stable: Duration) -> VerifyOptions {
+        VerifyOptions {
+            stable,
+            timeout: Duration::from_secs(3600),
+            poll: Duration::from_millis(1),
+        }
+    }
+
+    async fn run(m: &Mock, stable: Duration) -> (Result<Verdict, KubeError>, Vec<String>) {
+        let said = Mutex::new(Vec::new());
+        let say = |s: &str| said.lock().unwrap().push(s.to_string());
+        let v = verify_deployment(&m.client(), NS, "web", opts(stable), &say).await;
+        (v, said.into_inner().unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_completed_rollout_whose_new_pods_hold() {
+        let m = rollout();
+        m.on(
+            DEPLOY,
+            vec![ok(deployment(0, false)), ok(deployment(1, false))],
+        );
+        // The old ReplicaSet's crash-looping pod is not the new rollout's.
+        m.on(
+            PODS,
+            vec![pods(vec![healthy("web-2", "web-abc", 0), {
+                let mut p = pod_json("web-0", "uid-0");
+                p["metadata"]["ownerReferences"][0]["name"] = json!("web-old");
+                p
+            }])],
+        );
+        let (v, said) = run(&m, Duration::ZERO).await;
+        match v.unwrap() {
+            Verdict::Held { pods, .. } => assert_eq!(pods, 1),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m.calls(DEPLOY), 2, "polled until the rollout completed");
+        assert_eq!(said[0], "rollout: 0/1 updated, 0 available, 1 total");
+        assert_eq!(said[1], "rollout: 1/1 updated, 1 available, 1 total");
+        let seen = m.seen();
+        assert!(seen.iter().all(|s| s.method == "GET"));
+        let list = seen.iter().find(|s| s.path == PODS).unwrap();
+        assert!(list.query.contains("labelSelector=app%3Dweb"));
+    }
+
+    #[tokio::test]
+    async fn a_new_pod_that_crash_loops_is_unstable() {
+        let m = rollout();
+        m.on(DEPLOY, vec![ok(deployment(1, false))]);
+        m.on(PODS, vec![pods(vec![pod_json("web-1", "uid-1")])]);
+        match run(&m, Duration::ZERO).await.0.unwrap() {
+            Verdict::Unstable { reason, failing } => {
+                assert_eq!(reason, "pod web-1 is not running ready");
+                assert_eq!(failing.len(), 1);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_restart_in_the_window_is_unstable() {
+        let m = rollout();
+        m.on(DEPLOY, vec![ok(deployment(1, false))]);
+        m.on(
+            PODS,
+            vec![
+                pods(vec![healthy("web-2", "web-abc", 0)]),
+                pods(vec![healthy("web-2", "web-abc", 1)]),
+            ],
+        );
+        // The window is never reached: the second look sees the restart.
+        match run(&m, Duration::from_secs(3600)).await.0.unwrap() {
+            Verdict::Unstable { reason, .. } => {
+                assert_eq!(
+                    reason,
+                    "pod web-2 restarted during the stable window (0 -> 1)"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m.calls(PODS), 2);
+    }
+
+    #[tokio::test]
+    async fn a_progress_deadline_fails_the_rollout() {
+        let m = rollout();
+        m.on(DEPLOY, vec![ok(deployment(0, true))]);
+        m.on(PODS, vec![pods(vec![pod_json("web-1", "uid-1")])]);
+        match run(&m, Duration::ZERO).await.0.unwrap() {
+            Verdict::RolloutFailed { reason, failing } => {
+                assert!(reason.contains("timed out progressing"), "{reason}");
+                assert_eq!(failing[0].metadata.name.as_deref(), Some("web-1"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_absent_or_forbidden_deployment_is_an_error() {
+        let m = rollout();
+        m.on(DEPLOY, vec![status(404, "NotFound")]);
+        assert!(matches!(
+            run(&m, Duration::ZERO).await.0,
+            Err(KubeError::NotFound { .. })
+        ));
+        let m = rollout();
+        m.on(DEPLOY, vec![status(403, "Forbidden")]);
+        match run(&m, Duration::ZERO).await.0 {
+            Err(KubeError::Forbidden { verb, resource, .. }) => {
+                assert_eq!((verb.as_str(), resource.as_str()), ("get", "deployments"))
+            }
+            other => panic!("{:?}", other.is_ok()),
+        }
+        assert_eq!(m.seen().len(), 1);
+    }
+}
