@@ -862,7 +862,7 @@ fn main() {
     table.row(
         "Catalog::global() first build",
         format!("{:.1} ms", t_cat.as_secs_f64() * 1e3),
-        "YAML catalog + line automaton; paid once per process",
+        "the catalog (JSON, converted from YAML at build time) + line automaton; once per process",
     );
     table.row(
         "the first pass's DFA, built",
