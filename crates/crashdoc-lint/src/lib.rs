@@ -72,6 +72,8 @@ pub struct Report {
     pub files: usize,
     /// Findings not shown because an annotation or the config suppressed them.
     pub suppressed: usize,
+    /// What the rollout checks compared against.
+    pub capacity: Capacity,
 }
 
 impl Report {
@@ -93,6 +95,73 @@ impl Report {
 pub const STARTUP_ANNOTATION: &str = "crashdoc.io/startup-seconds";
 /// Where the measurement comes from (free text, shown in the finding).
 pub const STARTUP_SOURCE_ANNOTATION: &str = "crashdoc.io/startup-source";
+
+/// A workload's startup as measured elsewhere (`crashdoc watch`'s history):
+/// the workload by namespace, kind and name, the seconds and where they
+/// come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasuredStartup {
+    pub namespace: String,
+    /// `Deployment`, `StatefulSet`, ... or `Pod` for a bare pod.
+    pub kind: String,
+    pub name: String,
+    pub seconds: u64,
+    pub source: String,
+}
+
+/// Set each measured startup as the annotations
+/// probe/budget-below-measured-startup reads, on the objects of `input` it
+/// measures (same kind and name; same namespace, or an object with none, as
+/// a chart render has). The longest measurement wins, an annotation already
+/// in the manifest included. Returns how many objects were given one.
+pub fn apply_startups(input: &mut input::Input, measured: &[MeasuredStartup]) -> usize {
+    let mut n = 0;
+    for obj in &mut input.objects {
+        let best = measured
+            .iter()
+            .filter(|m| {
+                m.kind == obj.kind
+                    && m.name == obj.name
+                    && obj.namespace.as_deref().is_none_or(|ns| ns == m.namespace)
+            })
+            .max_by_key(|m| m.seconds);
+        let Some(m) = best else { continue };
+        let secs = |v: Option<&serde_json::Value>| {
+            v.and_then(serde_json::Value::as_str)
+                .and_then(|v| v.trim().trim_end_matches('s').parse::<u64>().ok())
+        };
+        let have = secs(
+            obj.value
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(STARTUP_ANNOTATION)),
+        )
+        .max(secs(
+            obj.value
+                .pointer("/spec/template/metadata/annotations")
+                .and_then(|a| a.get(STARTUP_ANNOTATION)),
+        ));
+        if have.is_some_and(|h| h >= m.seconds) {
+            continue;
+        }
+        let Some(meta) = obj
+            .value
+            .get_mut("metadata")
+            .and_then(serde_json::Value::as_object_mut)
+        else {
+            continue;
+        };
+        let ann = meta
+            .entry("annotations")
+            .or_insert_with(|| serde_json::Value::Object(Default::default()));
+        if !ann.is_object() {
+            *ann = serde_json::Value::Object(Default::default());
+        }
+        ann[STARTUP_ANNOTATION] = m.seconds.to_string().into();
+        ann[STARTUP_SOURCE_ANNOTATION] = m.source.clone().into();
+        n += 1;
+    }
+    n
+}
 
 /// The annotation that suppresses checks on one object.
 pub const IGNORE_ANNOTATION: &str = "crashdoc.io/ignore";
@@ -148,6 +217,7 @@ pub fn lint(input: &input::Input, options: &Options) -> Report {
         objects: input.objects.len(),
         files: input.files,
         suppressed,
+        capacity: options.capacity.clone(),
     }
 }
 

@@ -57,6 +57,9 @@ pub fn text(r: &Report) -> String {
             String::new()
         }
     );
+    if let Some(c) = r.capacity.describe() {
+        let _ = writeln!(out, "rollout capacity: {c}");
+    }
     if !r.findings.is_empty() {
         let _ = writeln!(
             out,
@@ -84,7 +87,7 @@ fn finding_json(f: &Finding) -> Value {
 
 /// `--format json`.
 pub fn json(r: &Report) -> Value {
-    json!({
+    let mut v = json!({
         "schema": SCHEMA,
         "objects": r.objects,
         "summary": {
@@ -93,7 +96,15 @@ pub fn json(r: &Report) -> Value {
             "suppressed": r.suppressed,
         },
         "findings": r.findings.iter().map(finding_json).collect::<Vec<_>>(),
-    })
+    });
+    if let Some(d) = r.capacity.describe() {
+        v["capacity"] = json!({
+            "gpu": r.capacity.gpu,
+            "memory_bytes": r.capacity.memory,
+            "source": d,
+        });
+    }
+    v
 }
 
 fn level(s: Severity) -> &'static str {

@@ -220,3 +220,127 @@ fn a_bare_pod_with_the_default_restart_policy_restarts_a_one_shot() {
     );
     assert!(!ids(&never).contains(&"lifecycle/one-shot-under-controller"));
 }
+
+#[test]
+fn a_statefulset_claim_template_too_small_for_the_model_is_flagged() {
+    let sts = |size: &str| {
+        format!(
+            r#"apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: tgi
+spec:
+  volumeClaimTemplates:
+  - metadata: {{name: data}}
+    spec:
+      resources:
+        requests: {{storage: {size}}}
+  template:
+    spec:
+      containers:
+      - name: tgi
+        image: ghcr.io/huggingface/text-generation-inference:2.4.0
+        env:
+        - {{name: MODEL_ID, value: meta-llama/Llama-3.1-70B-Instruct}}
+        volumeMounts:
+        - {{name: data, mountPath: /data}}
+"#
+        )
+    };
+    let id = "resources/model-cache-pvc-too-small";
+    let opts = crashdoc_lint::Options::default();
+    let small = findings_of(id, &sts("100Gi"), &opts);
+    assert_eq!(small.len(), 1, "{small:?}");
+    assert!(
+        small[0].contains("volumeClaimTemplate `data` of 100 GiB"),
+        "{small:?}"
+    );
+    assert!(findings_of(id, &sts("300Gi"), &opts).is_empty());
+}
+
+#[test]
+fn a_claim_of_another_namespace_is_not_the_model_cache() {
+    let c = crashdoc_lint::check("resources/model-cache-pvc-too-small").unwrap();
+    let id = c.id;
+    let opts = crashdoc_lint::Options::default();
+    let yaml = c
+        .example
+        .replacen("name: models\n", "name: models\n  namespace: other\n", 1)
+        .replacen("name: vllm\n", "name: vllm\n  namespace: llm\n", 1);
+    assert!(findings_of(id, &yaml, &opts).is_empty());
+    let same = yaml.replacen("namespace: other", "namespace: llm", 1);
+    assert_eq!(findings_of(id, &same, &opts).len(), 1);
+}
+
+#[test]
+fn a_startup_measured_in_the_history_reaches_the_probe_budget_check() {
+    use crashdoc_lint::{MeasuredStartup, apply_startups};
+    let id = "probe/budget-below-measured-startup";
+    let c = crashdoc_lint::check(id).unwrap();
+    // The example without its hand-set annotation: nothing to compare with.
+    let bare = c
+        .example
+        .replace(
+            "  annotations:\n    crashdoc.io/startup-seconds: \"240\"\n",
+            "",
+        )
+        .replacen("name: search\n", "name: search\n  namespace: prod\n", 1);
+    let read = |yaml: &str| {
+        let mut input = Input::default();
+        input.read_bytes("d.yaml", yaml.as_bytes()).unwrap();
+        input
+    };
+    let run = |input: &Input| -> Vec<String> {
+        lint(input, &Default::default())
+            .findings
+            .into_iter()
+            .filter(|f| f.check.id == id)
+            .map(|f| f.message)
+            .collect()
+    };
+    assert!(run(&read(&bare)).is_empty());
+    let m = |ns: &str, kind: &str, secs: u64| MeasuredStartup {
+        namespace: ns.into(),
+        kind: kind.into(),
+        name: "search".into(),
+        seconds: secs,
+        source: format!("history record {secs}"),
+    };
+    // Another namespace's or another kind's workload of the same name is not this one.
+    let mut input = read(&bare);
+    assert_eq!(
+        apply_startups(
+            &mut input,
+            &[m("dev", "Deployment", 900), m("prod", "StatefulSet", 900)]
+        ),
+        0
+    );
+    assert!(run(&input).is_empty());
+    // The longest of the workload's measurements is the one compared.
+    let mut input = read(&bare);
+    assert_eq!(
+        apply_startups(
+            &mut input,
+            &[m("prod", "Deployment", 60), m("prod", "Deployment", 300)]
+        ),
+        1
+    );
+    let f = run(&input);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].contains("need 300s (history record 300)"), "{f:?}");
+    // A measurement shorter than the budget (30 + 10 x 3 = 60 s) flags nothing.
+    let mut input = read(&bare);
+    apply_startups(&mut input, &[m("prod", "Deployment", 50)]);
+    assert!(run(&input).is_empty());
+    // A longer annotation set by hand is kept.
+    let mut input = read(&c.example.replacen(
+        "name: search\n",
+        "name: search\n  namespace: prod\n",
+        1,
+    ));
+    assert_eq!(
+        apply_startups(&mut input, &[m("prod", "Deployment", 100)]),
+        0
+    );
+    assert!(run(&input)[0].contains("need 240s"));
+}

@@ -129,6 +129,7 @@ pub static ALL: &[&Check] = &[
     &resources::GPU_TOLERATION,
     &resources::MULTI_GPU_SHM,
     &resources::MODEL_CACHE_EMPTYDIR,
+    &resources::MODEL_CACHE_PVC_SMALL,
     &lifecycle::ONE_SHOT,
     &lifecycle::RESTART_POLICY,
     &lifecycle::READONLY_ROOT,

@@ -440,3 +440,183 @@ spec:
         });
     },
 };
+
+/// The storage a PersistentVolumeClaim of the input requests, by claim name
+/// as seen from `ns` (a claim with no namespace, a chart render's, matches any).
+fn claim_storage(cx: &super::Ctx, ns: Option<&str>, claim: &str) -> Option<f64> {
+    cx.input
+        .objects
+        .iter()
+        .filter(|o| o.kind == "PersistentVolumeClaim" && o.name == claim)
+        .filter(|o| ns.is_none() || o.namespace.is_none() || o.namespace.as_deref() == ns)
+        .find_map(|o| {
+            o.value
+                .pointer("/spec/resources/requests/storage")
+                .and_then(quantity_of)
+        })
+}
+
+pub static MODEL_CACHE_PVC_SMALL: Check = Check {
+    id: "resources/model-cache-pvc-too-small",
+    cause: Cause::DiskFull,
+    severity: Severity::Error,
+    what: "A model server keeps its model cache (or weights) on a PersistentVolumeClaim, of the input, of the cluster with `--live`, or a StatefulSet's volumeClaimTemplate, whose requested storage is below the weights (estimated from the model id's parameter count and dtype) plus 10%.",
+    why: "The server downloads the weights into the cache before it loads them (Hugging Face's hub cache keeps every file under blobs/, written whole, then links it from snapshots/). On a volume smaller than the weights the download stops with `No space left on device` (OSError errno 28), the server exits, and the next start finds the same full volume: a crash loop that no restart fixes.",
+    fix: "Request storage for the weights plus room for the server's other files: the weights x 1.2 + 10 GiB, as the emptyDir check sizes it.",
+    source: "huggingface_hub docs, Understand caching (blobs/ holds the files, snapshots/ symlinks to them, downloads complete before they are linked); Kubernetes docs, Persistent Volumes (spec.resources.requests.storage is the claim's size); weights from crashdoc-core rules::facts::weights_size; crashdoc-core's disk-full rule reads the failure.",
+    example: r#"apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: models
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests: {storage: 50Gi}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      volumes:
+      - name: cache
+        persistentVolumeClaim: {claimName: models}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.3
+        args: ["--model", "meta-llama/Llama-3.1-70B-Instruct"]
+        volumeMounts:
+        - {name: cache, mountPath: /root/.cache/huggingface}
+"#,
+    near_miss: r#"apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: models
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests: {storage: 200Gi}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: vllm
+spec:
+  template:
+    spec:
+      volumes:
+      - name: cache
+        persistentVolumeClaim: {claimName: models}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.3
+        args: ["--model", "meta-llama/Llama-3.1-70B-Instruct"]
+        volumeMounts:
+        - {name: cache, mountPath: /root/.cache/huggingface}
+"#,
+    fixture_flags: &[],
+    fixture_against: "",
+    run: |cx, oi, out| {
+        let obj = cx.obj(oi);
+        let templates = obj
+            .value
+            .pointer("/spec/volumeClaimTemplates")
+            .and_then(Value::as_array);
+        each_container(cx, oi, false, |obj, spec, sp, c| {
+            let Some(server) = k8s::model_server(c) else {
+                return;
+            };
+            let Some((w, how)) = k8s::weights_size(c) else {
+                return;
+            };
+            let w = w as f64;
+            let hf_home = c
+                .env_value("HF_HOME")
+                .or_else(|| c.env_value("HUGGINGFACE_HUB_CACHE"));
+            let Some(mounts) = c.v.get("volumeMounts").and_then(Value::as_array) else {
+                return;
+            };
+            let vols = spec.get("volumes").and_then(Value::as_array);
+            for m in mounts {
+                let path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
+                let name = m.get("name").and_then(Value::as_str).unwrap_or("");
+                let cachey = CACHE_PATHS.iter().any(|p| path.starts_with(p))
+                    || hf_home
+                        .as_deref()
+                        .is_some_and(|h| h.starts_with(path) && !path.is_empty());
+                if !cachey || name.is_empty() {
+                    continue;
+                }
+                // A pod volume backed by a claim, or a StatefulSet's claim template.
+                let volume = vols.and_then(|vs| {
+                    vs.iter()
+                        .enumerate()
+                        .find(|(_, v)| v.get("name").and_then(Value::as_str) == Some(name))
+                });
+                let (size, field, what) = match volume {
+                    Some((vi, v)) => {
+                        let Some(claim) = v
+                            .pointer("/persistentVolumeClaim/claimName")
+                            .and_then(Value::as_str)
+                        else {
+                            continue;
+                        };
+                        let Some(size) = claim_storage(cx, obj.namespace.as_deref(), claim) else {
+                            continue;
+                        };
+                        (
+                            size,
+                            sp.clone().key("volumes").index(vi),
+                            format!("PersistentVolumeClaim `{claim}`"),
+                        )
+                    }
+                    None => {
+                        let Some((ti, size)) = templates.and_then(|ts| {
+                            ts.iter().enumerate().find_map(|(ti, t)| {
+                                (t.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+                                    .then(|| {
+                                        t.pointer("/spec/resources/requests/storage")
+                                            .and_then(quantity_of)
+                                            .map(|s| (ti, s))
+                                    })
+                                    .flatten()
+                            })
+                        }) else {
+                            continue;
+                        };
+                        (
+                            size,
+                            crate::locate::Path::parse("spec.volumeClaimTemplates")
+                                .index(ti)
+                                .key("spec")
+                                .key("resources")
+                                .key("requests")
+                                .key("storage"),
+                            format!("volumeClaimTemplate `{name}`"),
+                        )
+                    }
+                };
+                if size >= w * 1.1 {
+                    continue;
+                }
+                let want = gib(w * 1.2 + 10.0 * GIB);
+                out.push(Hit {
+                    path: field,
+                    container: Some(c.name.clone()),
+                    message: format!(
+                        "{server} container `{}` keeps its model cache ({path}) on {what} of {:.0} GiB, for weights of about {:.0} GiB ({how}): the download fills the volume and the server exits, on every start",
+                        c.name,
+                        size / GIB,
+                        w / GIB
+                    ),
+                    fix: format!(
+                        "resources:\n  requests:\n    storage: {want}   # weights x 1.2 + 10 GiB (a bound claim grows only if its StorageClass sets allowVolumeExpansion)"
+                    ),
+                });
+                return;
+            }
+        });
+    },
+};
