@@ -62,7 +62,7 @@ causes! {
 
 /// A cause id that is not in the taxonomy.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("unknown cause id `{0}` (see `crashdoc rules` for the list)")]
+#[error("unknown cause id `{0}`")]
 pub struct UnknownCause(pub String);
 
 impl fmt::Display for Cause {

@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod causes;
 pub mod classes;
 pub mod diagnose;
+pub mod hint;
 pub mod hosts;
 pub mod ingest;
 pub mod model;
@@ -26,4 +27,5 @@ pub mod time;
 
 pub use causes::Cause;
 pub use diagnose::{Diagnosis, Report, diagnose_all};
+pub use hint::Hint;
 pub use ingest::{Evidence, InputError, read_paste, read_path};

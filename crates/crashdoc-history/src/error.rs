@@ -9,12 +9,12 @@ pub enum HistoryError {
     /// Another process has the file open for writing (redb's
     /// `DatabaseAlreadyOpen`): only one `crashdoc watch` can record at a time.
     #[error(
-        "the history file {path} is already open for writing by another process: is another `crashdoc watch` running? (stop it, or point this one at another history file; `crashdoc history` can read the file while a watcher runs)"
+        "the history file {path} is already open for writing by another process: is another `crashdoc watch` running?"
     )]
     Locked { path: PathBuf },
 
     /// [`crate::Store::open_read_only`] on a path where no history exists.
-    #[error("there is no history at {path}: it is created by `crashdoc watch`")]
+    #[error("there is no history at {path}")]
     NotFound { path: PathBuf },
 
     /// The file exists but is not a crashdoc history (another file, another
@@ -25,7 +25,7 @@ pub enum HistoryError {
     /// A crashdoc history written with another layout.
     #[error(
         "the history {path} has schema version {found}, this crashdoc reads version {supported}{}",
-        if *found > *supported { ": it was written by a newer crashdoc; upgrade, or use another history file" } else { ": move it aside (it will not be converted)" }
+        if *found > *supported { ": it was written by a newer crashdoc" } else { ": an older crashdoc wrote it" }
     )]
     SchemaVersion {
         path: PathBuf,
@@ -36,14 +36,12 @@ pub enum HistoryError {
     /// The file was not closed cleanly (a watcher was killed) and could not be
     /// repaired now, because another process opened it meanwhile.
     #[error(
-        "the history file {path} was not closed cleanly (was `crashdoc watch` killed?) and is being repaired by another process: try again in a moment"
+        "the history file {path} was not closed cleanly (was `crashdoc watch` killed?) and is being repaired by another process"
     )]
     NeedsRepair { path: PathBuf },
 
     /// The file is a redb database whose pages or records do not check out.
-    #[error(
-        "the history file {path} is corrupted ({detail}): move it aside and let `crashdoc watch` start a new one"
-    )]
+    #[error("the history file {path} is corrupted ({detail})")]
     Corrupted { path: PathBuf, detail: String },
 
     /// Reading or writing the file (or creating its folder) failed.
@@ -77,6 +75,37 @@ pub enum HistoryError {
         #[source]
         source: redb::Error,
     },
+}
+
+impl crashdoc_core::Hint for HistoryError {
+    /// What the user can do about it: the same under `crashdoc watch` and
+    /// `crashdoc history`.
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        let h = match self {
+            HistoryError::Locked { .. } => {
+                "stop the other watcher, or point this one at another history file with --db; `crashdoc history` can read the file while a watcher runs"
+            }
+            HistoryError::NotFound { .. } => {
+                "a history is created by `crashdoc watch`; point --db at the file it writes"
+            }
+            HistoryError::NotCrashdoc { .. } | HistoryError::Corrupted { .. } => {
+                "move the file aside and start again: `crashdoc watch` creates a new history"
+            }
+            HistoryError::SchemaVersion {
+                found, supported, ..
+            } if found > supported => "upgrade crashdoc, or use another history file",
+            HistoryError::SchemaVersion { .. } => {
+                "move the file aside (it will not be converted): `crashdoc watch` creates a new history"
+            }
+            HistoryError::NeedsRepair { .. } => "try again in a moment",
+            HistoryError::Io { .. }
+            | HistoryError::Encoding { .. }
+            | HistoryError::TooLarge { .. }
+            | HistoryError::ReadOnly { .. }
+            | HistoryError::Storage { .. } => return None,
+        };
+        Some(std::borrow::Cow::Borrowed(h))
+    }
 }
 
 impl HistoryError {
@@ -120,5 +149,42 @@ impl HistoryError {
             },
             source => HistoryError::Storage { path, source },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crashdoc_core::Hint;
+
+    #[test]
+    fn advice_is_in_the_hint_not_the_message() {
+        let e = HistoryError::Corrupted {
+            path: "h.redb".into(),
+            detail: "bad page".into(),
+        };
+        assert!(!e.to_string().contains("move"), "{e}");
+        assert!(e.hint().is_some_and(|h| h.contains("move the file aside")));
+        let newer = HistoryError::SchemaVersion {
+            path: "h.redb".into(),
+            found: 9,
+            supported: 1,
+        };
+        assert!(newer.hint().is_some_and(|h| h.contains("upgrade")));
+        let older = HistoryError::SchemaVersion {
+            path: "h.redb".into(),
+            found: 0,
+            supported: 1,
+        };
+        assert!(older.hint().is_some_and(|h| !h.contains("upgrade")));
+    }
+
+    #[test]
+    fn an_io_error_has_no_hint() {
+        let e = HistoryError::Io {
+            path: "h.redb".into(),
+            source: std::io::Error::other("disk"),
+        };
+        assert!(e.hint().is_none());
     }
 }

@@ -41,19 +41,19 @@ pub enum KubeError {
     NoFailingPod { target: String, namespace: String },
 }
 
-impl KubeError {
+impl crashdoc_core::Hint for KubeError {
     /// The `hint:` line that tells the user what to do next.
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            KubeError::Config(_) => Some("set KUBECONFIG or pass --kubeconfig / --context; inside a pod the service account is used".into()),
-            KubeError::NotFound { namespace, .. } => Some(format!("check the name and namespace (`kubectl get pods -n {namespace}`), or pass -n")),
-            KubeError::Forbidden { verb, resource, namespace } => Some(format!(
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(match self {
+            KubeError::Config(_) => "set KUBECONFIG or pass --kubeconfig / --context; inside a pod the service account is used".into(),
+            KubeError::NotFound { namespace, .. } => format!("check the name and namespace (`kubectl get pods -n {namespace}`), or pass -n").into(),
+            KubeError::Forbidden { verb, resource, namespace } => format!(
                 "grant the user `{verb}` on `{resource}` in {namespace} (a Role with verbs [get, list, watch] is all crashdoc needs)"
-            )),
-            KubeError::Api(_) => Some("check that the API server is reachable (`kubectl get --raw /readyz`)".into()),
-            KubeError::Target(_) => Some("targets look like NAME, pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME".into()),
-            KubeError::NoFailingPod { namespace, .. } => Some(format!("name one of its pods to diagnose it anyway (`kubectl get pods -n {namespace}`), or `crashdoc scan -n {namespace}` for every unhealthy pod")),
-        }
+            ).into(),
+            KubeError::Api(_) => "check that the API server is reachable (`kubectl get --raw /readyz`)".into(),
+            KubeError::Target(_) => "targets look like NAME, pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME".into(),
+            KubeError::NoFailingPod { namespace, .. } => format!("name one of its pods to diagnose it anyway (`kubectl get pods -n {namespace}`), or `crashdoc scan -n {namespace}` for every unhealthy pod").into(),
+        })
     }
 }
 

@@ -32,11 +32,11 @@ pub enum InputError {
     Binary(String),
 }
 
-impl InputError {
+impl crashdoc_core::Hint for InputError {
     /// The `hint:` line after the error (the CLI prints it; the MCP server's
     /// `lint` tool puts it in its error result).
-    pub fn hint(&self) -> &'static str {
-        match self {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(std::borrow::Cow::Borrowed(match self {
             InputError::Syntax { .. } => {
                 "fix the YAML/JSON at that line; for a chart, check `helm template` itself succeeds"
             }
@@ -45,7 +45,7 @@ impl InputError {
             }
             InputError::Binary(_) => "pass the rendered YAML or JSON, not an archive",
             InputError::Io { .. } => "check the path exists and is readable",
-        }
+        }))
     }
 }
 

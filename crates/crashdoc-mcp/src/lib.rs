@@ -66,9 +66,9 @@ pub enum ServeError {
     },
 }
 
-impl ServeError {
+impl crashdoc_core::Hint for ServeError {
     /// The `hint:` line for the CLI.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
         match self {
             ServeError::Stdio(_) => Some(
                 "`crashdoc mcp` is started by an MCP client (see docs/mcp.md), which speaks JSON-RPC on its standard input"

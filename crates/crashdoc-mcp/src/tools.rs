@@ -711,44 +711,40 @@ impl ArgError {
     }
 }
 
-/// The hint the CLI prints after an error, for the same error.
-fn hint_of(e: &anyhow::Error) -> Option<String> {
-    e.chain().find_map(|c| {
-        if let Some(a) = c.downcast_ref::<ArgError>() {
-            return Some(a.hint.clone());
-        }
-        if let Some(k) = c.downcast_ref::<KubeError>() {
-            return k.hint();
-        }
-        if let Some(i) = c.downcast_ref::<ingest::InputError>() {
-            return Some(i.hint().to_string());
-        }
-        if let Some(i) = c.downcast_ref::<crashdoc_lint::input::InputError>() {
-            return Some(i.hint().to_string());
-        }
-        if c.downcast_ref::<crashdoc_core::causes::UnknownCause>()
-            .is_some()
-        {
-            let ids: Vec<&str> = Cause::ALL.iter().map(|c| c.id()).collect();
-            return Some(format!("a cause id is one of: {}", ids.join(", ")));
-        }
-        None
-    })
+impl crashdoc_core::Hint for ArgError {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(self.hint.as_str().into())
+    }
 }
+
+/// The errors a tool can fail with that carry a hint, as the CLI's.
+const HINTED: &[crashdoc_core::hint::Finder] = {
+    use crashdoc_core::hint::finder;
+    &[
+        finder::<ArgError>,
+        finder::<ingest::InputError>,
+        finder::<crashdoc_core::causes::UnknownCause>,
+        finder::<KubeError>,
+        finder::<crashdoc_history::HistoryError>,
+        finder::<crashdoc_watch::WatchError>,
+        finder::<crashdoc_lint::input::InputError>,
+    ]
+};
 
 /// A tool failure (`isError: true`): the CLI's `error:` / `Caused by:` /
 /// `hint:` lines as text, and the same as structured content.
 pub(crate) fn failure(e: anyhow::Error) -> CallToolResult {
     let message = e.to_string();
     let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
-    let hint = hint_of(&e);
+    let hints = crashdoc_core::hint::hints(e.chain(), HINTED);
     let mut text = format!("error: {message}");
     for c in &causes {
         text.push_str(&format!("\n  Caused by: {c}"));
     }
-    if let Some(h) = &hint {
+    for h in &hints {
         text.push_str(&format!("\nhint: {h}"));
     }
+    let hint = hints.first().map(|h| h.to_string());
     let mut v = json!({ "error": message, "causes": causes, "hint": hint });
     redact_value(&mut v);
     let text = crashdoc_core::redact::redact(&text).into_owned();

@@ -138,9 +138,9 @@ pub enum WatchError {
     Config(String),
 }
 
-impl WatchError {
+impl crashdoc_core::Hint for WatchError {
     /// What the user can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
         match self {
             WatchError::Listen { .. } => Some(
                 "another process uses that address; pick another with --listen 127.0.0.1:PORT"
@@ -148,13 +148,9 @@ impl WatchError {
             ),
             WatchError::Lease { namespace, .. } => Some(format!(
                 "leader election needs get, create, update and patch on leases.coordination.k8s.io in namespace {namespace} (the only write crashdoc makes); see deploy/ for the Role"
-            )),
-            WatchError::History(crashdoc_history::HistoryError::NotCrashdoc { .. })
-            | WatchError::History(crashdoc_history::HistoryError::Corrupted { .. }) => Some(
-                "move the file aside and start again: `crashdoc watch` creates a new history"
-                    .into(),
-            ),
-            WatchError::History(_) => None,
+            ).into()),
+            // The history's own hint, as `crashdoc history` prints it.
+            WatchError::History(e) => e.hint(),
             WatchError::Config(_) => None,
         }
     }

@@ -292,26 +292,18 @@ fn read(paths: &[PathBuf], what: &str) -> anyhow::Result<Input> {
     Ok(input)
 }
 
-fn hint(e: &anyhow::Error) -> &'static str {
-    use crashdoc_lint::input::InputError as E;
-    match e.chain().find_map(|c| c.downcast_ref::<E>()) {
-        Some(e) => e.hint(),
-        None => "see `crashdoc lint --help`",
-    }
-}
-
 /// Run `crashdoc lint`; errors are reported here so that they exit 2 with a hint.
 pub fn lint(a: LintArgs) -> anyhow::Result<ExitCode> {
     match run(a) {
         Ok(code) => Ok(code),
         Err(e) => {
-            crate::report_error(&e);
-            let _ = writeln!(
-                anstream::stderr(),
-                "{} {}",
-                owo_colors::OwoColorize::cyan(&"hint:"),
-                hint(&e)
-            );
+            if crate::report_error(&e) == 0 {
+                let _ = writeln!(
+                    anstream::stderr(),
+                    "{} see `crashdoc lint --help`",
+                    owo_colors::OwoColorize::cyan(&"hint:"),
+                );
+            }
             Ok(ExitCode::from(2))
         }
     }

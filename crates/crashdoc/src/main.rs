@@ -293,39 +293,40 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            report_error(&e);
+            let _ = report_error(&e);
             ExitCode::from(2)
         }
     }
 }
 
-/// uv-style errors: `error:`, the causes, then a hint.
-fn report_error(e: &anyhow::Error) {
+/// The errors that know what the user can do about them
+/// ([`crashdoc_core::Hint`]), for [`report_error`]'s walk of the chain.
+const HINTED: &[crashdoc_core::hint::Finder] = {
+    use crashdoc_core::hint::finder;
+    &[
+        finder::<ingest::InputError>,
+        finder::<crashdoc_core::causes::UnknownCause>,
+        finder::<crashdoc_kube::KubeError>,
+        finder::<crashdoc_history::HistoryError>,
+        finder::<crashdoc_watch::WatchError>,
+        finder::<crashdoc_lint::input::InputError>,
+        finder::<crashdoc_mcp::ServeError>,
+    ]
+};
+
+/// uv-style errors: `error:`, every cause, then every hint found in the
+/// chain. Returns how many hints it printed.
+fn report_error(e: &anyhow::Error) -> usize {
     let mut err = anstream::stderr();
     let _ = writeln!(err, "{} {e}", owo_colors::OwoColorize::red(&"error:"));
     for cause in e.chain().skip(1) {
         let _ = writeln!(err, "  Caused by: {cause}");
     }
-    if let Some(h) = e.downcast_ref::<watch::Hinted>() {
-        let _ = writeln!(err, "{} {}", owo_colors::OwoColorize::cyan(&"hint:"), h.0);
-        return;
-    }
-    let kube_hint = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<crashdoc_kube::KubeError>()?.hint());
-    if let Some(h) = kube_hint {
-        let _ = writeln!(err, "{} {h}", owo_colors::OwoColorize::cyan(&"hint:"));
-        return;
-    }
-    let hint = e.chain().find_map(|c| {
-        if let Some(m) = c.downcast_ref::<crashdoc_mcp::ServeError>() {
-            return m.hint();
-        }
-        Some(c.downcast_ref::<ingest::InputError>()?.hint().to_string())
-    });
-    if let Some(h) = hint {
+    let hints = crashdoc_core::hint::hints(e.chain(), HINTED);
+    for h in &hints {
         let _ = writeln!(err, "{} {h}", owo_colors::OwoColorize::cyan(&"hint:"));
     }
+    hints.len()
 }
 
 fn color_on(choice: ColorChoice) -> bool {

@@ -209,30 +209,13 @@ pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
         };
         let summary = crashdoc_watch::run(client, cfg, shutdown_signal())
             .await
-            .map_err(|e| {
-                let hint = e.hint();
-                let err = anyhow::Error::new(e);
-                match hint {
-                    Some(h) => err.context(Hinted(h)),
-                    None => err,
-                }
-            })?;
+            .context("crashdoc watch cannot run")?;
         eprintln!(
             "crashdoc watch stopped: {} termination(s) seen, {} unobserved, {} captured",
             summary.terminations, summary.unobserved, summary.captures
         );
         Ok(())
     })
-}
-
-/// An error context that carries a hint for `report_error`.
-#[derive(Debug)]
-pub struct Hinted(pub String);
-
-impl std::fmt::Display for Hinted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("crashdoc watch cannot run")
-    }
 }
 
 async fn shutdown_signal() {

@@ -449,6 +449,73 @@ fn history_and_watch_fail_clearly() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// The `hint:` lines of a failed run's standard error.
+fn hint_lines(err: &str) -> Vec<&str> {
+    err.lines().filter(|l| l.starts_with("hint:")).collect()
+}
+
+#[test]
+fn a_corrupt_history_gets_the_same_hint_under_watch_and_history() {
+    let dir = temp_dir("history-hint");
+    // A kubeconfig that loads without a cluster: watch opens the history
+    // before it sends any request.
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .unwrap();
+    // Not a history database (an empty file would become one).
+    {
+        let (name, content) = ("garbage.redb", b"this is not a database");
+        let db = dir.join(name);
+        std::fs::write(&db, content).unwrap();
+        let db = db.to_str().unwrap();
+        let history = crashdoc(&["history", "--db", db], None);
+        let watch = crashdoc(
+            &[
+                "watch",
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--db",
+                db,
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            None,
+        );
+        assert_eq!(history.status.code(), Some(2), "{name}");
+        assert_eq!(watch.status.code(), Some(2), "{name}");
+        let (h, w) = (
+            String::from_utf8_lossy(&history.stderr),
+            String::from_utf8_lossy(&watch.stderr),
+        );
+        assert!(h.contains(name) && w.contains(name), "{h}\n{w}");
+        let hints = hint_lines(&h);
+        assert_eq!(hints.len(), 1, "{name} under history: {h}");
+        assert!(hints[0].contains("move the file aside"), "{h}");
+        assert_eq!(hints, hint_lines(&w), "{name}: history\n{h}\nwatch\n{w}");
+        // The advice is the hint's, not the error message's.
+        let advice = h.lines().filter(|l| l.contains("move the file aside"));
+        assert_eq!(advice.count(), 1, "{h}");
+    }
+}
+
+#[test]
+fn a_missing_history_is_not_called_corrupt() {
+    // Near miss: a history that does not exist gets its own hint, not the
+    // corrupt one's.
+    let dir = temp_dir("history-none");
+    let db = dir.join("none.redb");
+    let out = crashdoc(&["history", "--db", db.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let hints = hint_lines(&err);
+    assert_eq!(hints.len(), 1, "{err}");
+    assert!(hints[0].contains("created by `crashdoc watch`"), "{err}");
+    assert!(!err.contains("move the file aside"), "{err}");
+}
+
 #[test]
 fn catalog_lists_every_entry_with_its_source() {
     let v = json(&["catalog", "--format", "json"], None);

@@ -70,11 +70,11 @@ pub enum InputError {
     BadBundle(PathBuf, String),
 }
 
-impl InputError {
+impl crate::Hint for InputError {
     /// The `hint:` line that tells the user what to do next (the CLI prints
     /// it after the error; the MCP server puts it in the tool's error result).
-    pub fn hint(&self) -> &'static str {
-        match self {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some(std::borrow::Cow::Borrowed(match self {
             InputError::NothingUsable { .. } => {
                 "name the files as kubectl outputs (see `crashdoc analyze --help`), or pipe a paste into `crashdoc analyze -`"
             }
@@ -88,7 +88,7 @@ impl InputError {
             InputError::BadBundle(..) => {
                 "re-create the bundle with `crashdoc capture`, or analyse its pod folders directly"
             }
-        }
+        }))
     }
 }
 
