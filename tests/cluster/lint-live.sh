@@ -9,6 +9,8 @@
 #   server, missing Secret key), and the same findings come from the offline
 #   manifests (tests/cluster/scenarios/*.yaml);
 #   the lint of a TARGET (deploy/NAME) lints that workload only;
+#   with no --capacity the rollout capacity comes from the nodes' allocatable
+#   (a list of nodes), and the output says so;
 #   no Secret value planted in the scenarios appears in any output;
 #   the audit log shows the read-only user used only get and list for it.
 # Ends with "N passed, M failed"; exit 1 if anything failed.
@@ -32,6 +34,18 @@ code=$?
 if [[ $code == 1 ]]; then ok "lint --live -n $NS: exit 1 (errors found), $(jq '.objects' "$OUT/live.json") objects"
 else fail "lint --live -n $NS: exit $code: $(head -c 300 "$OUT/live.err")"; fi
 "$CRASHDOC" lint --live -n "$NS" --kubeconfig "$RO" > "$OUT/live.txt" 2>&1
+
+# No --capacity: the nodes' allocatable, said in the JSON and the text.
+src=$(jq -r '.capacity.source // empty' "$OUT/live.json" 2>/dev/null)
+if [[ "$src" == *"(from the allocatable of "* ]] && grep -q '^rollout capacity: .*allocatable of' "$OUT/live.txt"; then
+  ok "lint --live: rollout capacity from the nodes: $src"
+else
+  fail "lint --live: rollout capacity not from the nodes (${src:-none}): $(grep -m1 'cannot list nodes' "$OUT/live.err")"
+fi
+"$CRASHDOC" lint --live -n "$NS" --kubeconfig "$RO" --capacity gpu=3 --format json > "$OUT/capacity.json" 2>/dev/null
+src=$(jq -r '.capacity.source // empty' "$OUT/capacity.json" 2>/dev/null)
+if [[ "$src" == "3 GPU (from --capacity)" ]]; then ok "lint --live --capacity gpu=3: the flag wins over the nodes"
+else fail "lint --live --capacity gpu=3: capacity ${src:-none}"; fi
 "$CRASHDOC" lint "$TESTS"/scenarios/*.yaml --format json > "$OUT/offline.json" 2>&1
 
 # The preventable scenarios: workload, the check, the cause it leads to.

@@ -1,6 +1,8 @@
 //! `crashdoc lint`: the thin CLI over crashdoc-lint (arguments, reading
 //! files and standard input, output, exit codes).
 
+mod history;
+
 use anyhow::Context as _;
 use crashdoc_lint::checks::Severity;
 use crashdoc_lint::{Capacity, Config, Options, input::Input, output};
@@ -22,6 +24,11 @@ Examples:
   crashdoc lint k8s/ --fail-on warning
   crashdoc lint --against old-render.yaml new-render.yaml
   crashdoc lint deploy.yaml --capacity gpu=8 --format sarif > lint.sarif
+  crashdoc lint --live -n llm --history ~/.local/state/crashdoc/history.redb
+
+With --live and no --capacity, the rollout checks use the nodes' allocatable
+nvidia.com/gpu and memory (a list of nodes); the output says which capacity
+was used.
 
 Suppress a check on one object with the annotation
 `crashdoc.io/ignore: check-id[,check-id]`, or for a run with --config FILE
@@ -71,6 +78,10 @@ pub struct LintArgs {
     /// bundle, a paste): lint the pod specs it shows.
     #[arg(long)]
     evidence: bool,
+    /// The history database `crashdoc watch` writes: the longest startup its captures
+    /// measured for each workload is compared with the probes' budget.
+    #[arg(long, value_name = "PATH")]
+    history: Option<PathBuf>,
     /// Lint the cluster's workloads instead (get and list only; Secrets: key names only).
     /// The first PATH, if any, is a TARGET: deploy/NAME, sts/NAME, ds/NAME, job/NAME, cronjob/NAME, pod/NAME.
     #[arg(long)]
@@ -109,7 +120,7 @@ fn trim(mut v: serde_json::Value) -> serde_json::Value {
 
 /// `--live`: the workloads, ConfigMaps and Secrets (key names only) of the
 /// namespace (or all), read with list requests only.
-async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
+async fn read_live(a: &LintArgs, want_nodes: bool) -> anyhow::Result<(Input, Option<Capacity>)> {
     use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
     use kube::api::{Api, ListParams};
     let (client, default_ns) =
@@ -147,7 +158,15 @@ async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
     let lp_err = |what: &'static str| {
         move |e: kube::Error| anyhow::Error::new(e).context(format!("cannot list {what}"))
     };
-    let (deps, stss, dss, jobs, cjs, pods, cms, secrets) = futures::join!(
+    let nodes = async {
+        if want_nodes {
+            let api: Api<core::Node> = Api::all(client.clone());
+            Some(api.list(&ListParams::default()).await)
+        } else {
+            None
+        }
+    };
+    let (deps, stss, dss, jobs, cjs, pods, cms, secrets, pvcs, nodes) = futures::join!(
         list!(apps::Deployment),
         list!(apps::StatefulSet),
         list!(apps::DaemonSet),
@@ -156,6 +175,8 @@ async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
         list!(core::Pod),
         list!(core::ConfigMap),
         list!(core::Secret),
+        list!(core::PersistentVolumeClaim),
+        nodes,
     );
     let mut input = Input::default();
     let mut add = |kind: &str, v: serde_json::Value| {
@@ -171,7 +192,7 @@ async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
             .unwrap_or("")
             .to_string();
         if let (Some(k), Some(n)) = (tkind, &tname)
-            && !matches!(kind, "ConfigMap" | "Secret")
+            && !matches!(kind, "ConfigMap" | "Secret" | "PersistentVolumeClaim")
             && (k != kind || n != &name)
         {
             return;
@@ -204,6 +225,21 @@ async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
         add("Pod", serde_json::to_value(&p)?);
     }
     each!(cms, "ConfigMap", "configmaps");
+    // Claims only size the model caches (resources/model-cache-pvc-too-small):
+    // one the credentials may not list leaves that check out, not the lint.
+    match pvcs {
+        Ok(list) => {
+            for o in list.items {
+                add("PersistentVolumeClaim", serde_json::to_value(&o)?);
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(
+                anstream::stderr(),
+                "note: cannot list persistentvolumeclaims ({e}): model caches on claims are not sized"
+            );
+        }
+    }
     // Secrets: the key names only; the values are dropped here, before anything else sees them.
     for s in secrets.map_err(lp_err("secrets"))?.items {
         let mut keys = serde_json::Map::new();
@@ -221,6 +257,26 @@ async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
             serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": s.metadata.name, "namespace": s.metadata.namespace}, "data": keys}),
         );
     }
+    // Rollout capacity from the nodes' allocatable; without it the rollout
+    // checks do not run, which is said rather than failing the lint.
+    let capacity = match nodes {
+        None => None,
+        Some(Ok(list)) => {
+            let nodes: Vec<serde_json::Value> = list
+                .items
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<_, _>>()?;
+            Some(Capacity::from_nodes(&nodes))
+        }
+        Some(Err(e)) => {
+            let _ = writeln!(
+                anstream::stderr(),
+                "note: cannot list nodes ({e}): the rollout capacity checks need --capacity gpu=N,memory=Q"
+            );
+            None
+        }
+    };
     if input.objects.is_empty() {
         anyhow::bail!(crashdoc_lint::input::InputError::NoObjects(format!(
             "the cluster{}",
@@ -231,7 +287,7 @@ async fn read_live(a: &LintArgs) -> anyhow::Result<Input> {
             }
         )));
     }
-    Ok(input)
+    Ok((input, capacity))
 }
 
 /// The pod specs that evidence shows, as manifests.
@@ -326,6 +382,9 @@ fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
             .parse_into(c)
             .map_err(|e| anyhow::anyhow!("--capacity {c}: {e}"))?;
     }
+    if !a.capacity.is_empty() {
+        capacity.source = Some("--capacity".into());
+    }
     let mut options = Options {
         capacity,
         require_digest: a.require_digest,
@@ -335,20 +394,36 @@ fn run(a: LintArgs) -> anyhow::Result<ExitCode> {
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("cannot read the config {}", p.display()))?;
         let c = Config::parse(&text).with_context(|| format!("config {}", p.display()))?;
+        let flags = options.capacity.clone();
         options = options
             .with_config(c)
             .with_context(|| format!("config {}", p.display()))?;
+        if options.capacity != flags {
+            options.capacity.source = Some(match flags.source {
+                Some(_) => format!("--capacity and the config {}", p.display()),
+                None => format!("the config {}", p.display()),
+            });
+        }
     }
     if let Some(old) = &a.against {
         options.against = Some(read(std::slice::from_ref(old), "the older render")?);
     }
-    let input = if a.live {
-        crate::live::runtime()?.block_on(read_live(&a))?
+    let mut input = if a.live {
+        let no_capacity = options.capacity.gpu.is_none() && options.capacity.memory.is_none();
+        let (input, nodes) = crate::live::runtime()?.block_on(read_live(&a, no_capacity))?;
+        if let Some(c) = nodes {
+            options.capacity = c;
+        }
+        input
     } else if a.evidence {
         read_evidence(&a.paths)?
     } else {
         read(&a.paths, "manifests")?
     };
+    if let Some(p) = &a.history {
+        let (measured, _) = history::startups(p)?;
+        crashdoc_lint::apply_startups(&mut input, &measured);
+    }
     let report = crashdoc_lint::lint(&input, &options);
     match a.format {
         LintFormat::Text => write!(out, "{}", output::text(&report))?,

@@ -254,3 +254,103 @@ fn evidence_mode_carries_the_measured_startup_into_the_budget_check() {
         .find(|f| f["check"] == "probe/budget-below-measured-startup");
     assert!(f.is_some(), "{out}");
 }
+
+#[test]
+fn history_gives_the_probe_budget_check_the_longest_startup_seen() {
+    use crashdoc_core::ingest::bundle::{PodFiles, tar_gz_bytes};
+    use crashdoc_history::{Capture, CaptureKind, Store, TerminationKey};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.redb");
+    let capture = |restart: i32, secs: u32| {
+        let pod = format!("search-7d9f8-{restart}");
+        let log = format!(
+            "2026-12-01T10:00:00.000Z Started SearchApplication in {secs}.2 seconds (process running for {secs}.5)\n"
+        );
+        let pod_json = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod, "namespace": "prod"},
+            "spec": {"containers": [{"name": "search", "image": "ghcr.io/acme/search:4.0.2"}]}});
+        let bundle = tar_gz_bytes(
+            &[PodFiles {
+                namespace: "prod".into(),
+                name: pod.clone(),
+                files: vec![
+                    ("pod.json".into(), pod_json.to_string().into_bytes()),
+                    ("logs.search.txt".into(), log.into_bytes()),
+                ],
+            }],
+            None,
+            "@1764583200",
+        )
+        .unwrap();
+        Capture {
+            key: TerminationKey::new(format!("{pod}-uid"), "search", restart),
+            namespace: "prod".into(),
+            pod,
+            owner_kind: Some("Deployment".into()),
+            owner: Some("search".into()),
+            node: None,
+            finished_at: None,
+            observed_at: jiff::Timestamp::from_second(1_764_583_200 + i64::from(restart)).unwrap(),
+            reason: Some("Error".into()),
+            exit_code: Some(137),
+            signal: None,
+            cause: None,
+            confidence: None,
+            summary: None,
+            diagnosis_json: None,
+            kind: CaptureKind::Full,
+            missing: vec![],
+            bundle: Some(bundle),
+        }
+    };
+    {
+        let s = Store::open(&db).unwrap();
+        s.insert(&capture(1, 41)).unwrap();
+        s.insert(&capture(2, 180)).unwrap();
+    }
+    let manifest = example("probe/budget-below-measured-startup")
+        .replace(
+            "  annotations:\n    crashdoc.io/startup-seconds: \"240\"\n",
+            "",
+        )
+        .replacen("name: search\n", "name: search\n  namespace: prod\n", 1);
+    let file = dir.path().join("deploy.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    let f = file.to_str().unwrap();
+    // Without the history nothing measures the startup.
+    let (code, out, _) = crashdoc(&["lint", f], None);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("budget-below-measured-startup"), "{out}");
+    let (code, out, err) = crashdoc(&["lint", f, "--history", db.to_str().unwrap()], None);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("error[probe/budget-below-measured-startup] Deployment prod/search"),
+        "{out}"
+    );
+    assert!(
+        out.contains("measured to need 181s (watch history capture"),
+        "{out}"
+    );
+    assert!(out.contains("of pod search-7d9f8-2"), "{out}");
+}
+
+#[test]
+fn the_rollout_capacity_used_is_said() {
+    let y = example("rollout/surge-exceeds-gpu-capacity");
+    let (code, out, _) = crashdoc(&["lint", "-", "--capacity", "gpu=8"], Some(y));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rollout capacity: 8 GPU (from --capacity)"),
+        "{out}"
+    );
+    let (_, out, _) = crashdoc(
+        &["lint", "-", "--format", "json", "--capacity", "gpu=8"],
+        Some(y),
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["capacity"]["gpu"], 8);
+    assert_eq!(v["capacity"]["source"], "8 GPU (from --capacity)");
+    // No capacity, no line.
+    let (_, out, _) = crashdoc(&["lint", "-"], Some(y));
+    assert!(!out.contains("rollout capacity"), "{out}");
+}
