@@ -1,0 +1,256 @@
+//! The history record of a termination: its capture diagnosed with the same
+//! rules as `crashdoc analyze`, its log line and its webhook notice.
+
+use crate::notify;
+use crate::track::Termination;
+use crashdoc_core::diagnose::{self, Diagnosis};
+use crashdoc_core::ingest::bundle::{self, PodFiles};
+use crashdoc_history::{Capture, CaptureKind, TerminationKey};
+use k8s_openapi::api::core::v1::Pod;
+use std::time::{Duration, Instant};
+
+/// One termination waiting for its capture.
+pub(crate) struct Job {
+    pub term: Termination,
+    pub pod: Pod,
+    pub workload: Option<(String, String)>,
+    pub node: Option<String>,
+    pub observed_at: jiff::Timestamp,
+    pub queued: Instant,
+}
+
+/// A capture on its way to the history, with the diagnosis it was built
+/// from (for the notice: no re-parsing of the stored JSON).
+pub(crate) struct Record {
+    pub capture: Capture,
+    pub diagnosis: Option<Diagnosis>,
+}
+
+fn confidence_str(c: diagnose::Confidence) -> &'static str {
+    match c {
+        diagnose::Confidence::High => "high",
+        diagnose::Confidence::Medium => "medium",
+        diagnose::Confidence::Low => "low",
+    }
+}
+
+pub(crate) fn kind_str(k: CaptureKind) -> &'static str {
+    match k {
+        CaptureKind::Full => "full",
+        CaptureKind::Partial => "partial",
+        CaptureKind::StatusOnly => "status_only",
+    }
+}
+
+/// The log line of a stored capture.
+pub(crate) fn line(c: &Capture, id: u64) -> String {
+    format!(
+        "{}/{} {} #{}: {}{} → {}{} [{} #{id}]",
+        c.namespace,
+        c.pod,
+        c.key.container,
+        c.key.restart_count,
+        c.reason.as_deref().unwrap_or("terminated"),
+        c.exit_code
+            .map(|e| format!(" exit {e}"))
+            .unwrap_or_default(),
+        c.cause.as_deref().unwrap_or("no diagnosis"),
+        c.confidence
+            .as_deref()
+            .map(|x| format!(" ({x})"))
+            .unwrap_or_default(),
+        kind_str(c.kind),
+    )
+}
+
+pub(crate) fn notice(c: &Capture, diagnosis: Option<&Diagnosis>, id: u64) -> notify::Notice {
+    notify::Notice {
+        kind: "crashdoc.termination",
+        namespace: c.namespace.clone(),
+        pod: c.pod.clone(),
+        container: c.key.container.clone(),
+        owner_kind: c.owner_kind.clone(),
+        owner: c.owner.clone(),
+        restart_count: c.key.restart_count,
+        reason: c.reason.clone(),
+        exit_code: c.exit_code.unwrap_or(-1),
+        cause: c.cause.clone(),
+        confidence: c.confidence.clone(),
+        summary: c.summary.clone(),
+        fix: diagnosis.map(|d| d.fix.clone()).unwrap_or_default(),
+        commands: diagnosis.map(|d| d.commands.clone()).unwrap_or_default(),
+        suppressed: 0,
+        history_id: Some(id),
+    }
+}
+
+/// Diagnose a pod's files and build its history record.
+fn build(
+    job: &Job,
+    files: PodFiles,
+    context: &Option<String>,
+    kind: CaptureKind,
+    mut missing: Vec<String>,
+) -> Record {
+    let ev = bundle::read_memory(std::slice::from_ref(&files));
+    let report = diagnose::diagnose_all(&ev);
+    let pod_report = report.pods.first();
+    // Evidence the capture could not read makes it partial; metrics usage
+    // (no metrics-server) and Secret key names (not read by choice) are
+    // extras whose absence is noted but does not.
+    let mut partial = !missing.is_empty();
+    if kind != CaptureKind::StatusOnly {
+        for m in pod_report.into_iter().flat_map(|p| p.missing.iter()) {
+            partial |= !matches!(m.what.as_str(), "usage" | "secret key names");
+            missing.push(format!("{}: {}", m.what, m.why));
+        }
+    }
+    // The diagnosis of this container when there is one, else the pod's first.
+    let diag = pod_report.and_then(|p| {
+        p.diagnoses
+            .iter()
+            .find(|d| d.container.as_deref() == Some(job.term.container.as_str()))
+            .or_else(|| p.diagnoses.first())
+    });
+    let created = jiff::Timestamp::now().to_string();
+    let bundle =
+        match bundle::tar_gz_bytes(std::slice::from_ref(&files), context.as_deref(), &created) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                missing.push(format!("bundle: {e}"));
+                None
+            }
+        };
+    let kind = match kind {
+        CaptureKind::Full if partial || bundle.is_none() => CaptureKind::Partial,
+        k => k,
+    };
+    let capture = Capture {
+        key: TerminationKey {
+            pod_uid: job.term.uid.clone(),
+            container: job.term.container.clone(),
+            restart_count: job.term.restart_count,
+        },
+        namespace: job.term.namespace.clone(),
+        pod: job.term.pod.clone(),
+        owner_kind: job.workload.as_ref().map(|w| w.0.clone()),
+        owner: job.workload.as_ref().map(|w| w.1.clone()),
+        node: job.node.clone(),
+        finished_at: job.term.finished_at,
+        observed_at: job.observed_at,
+        reason: job.term.reason.clone(),
+        exit_code: Some(job.term.exit_code),
+        signal: job.term.signal,
+        cause: diag.map(|d| d.cause.id().to_string()),
+        confidence: diag.map(|d| confidence_str(d.confidence).to_string()),
+        summary: diag.map(|d| d.summary.clone()),
+        diagnosis_json: diag.and_then(|d| serde_json::to_string(d).ok()),
+        kind,
+        missing,
+        bundle,
+    };
+    Record {
+        capture,
+        diagnosis: diag.cloned(),
+    }
+}
+
+pub(crate) fn record(
+    job: &Job,
+    files: PodFiles,
+    context: &Option<String>,
+    waited: Duration,
+) -> Record {
+    let mut missing = Vec::new();
+    if waited > Duration::from_secs(30) {
+        missing.push(format!(
+            "captured {} s after the termination: a later crash may have replaced the previous log",
+            waited.as_secs()
+        ));
+    }
+    build(job, files, context, CaptureKind::Full, missing)
+}
+
+/// A record from the pod's status alone (no API request).
+pub(crate) fn status_only(job: &Job, context: &Option<String>, why: &str) -> Record {
+    let files = PodFiles {
+        namespace: job.term.namespace.clone(),
+        name: job.term.pod.clone(),
+        files: vec![(
+            "pod.json".into(),
+            serde_json::to_vec_pretty(&job.pod).unwrap_or_default(),
+        )],
+    };
+    build(
+        job,
+        files,
+        context,
+        CaptureKind::StatusOnly,
+        vec![why.to_string()],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn job(reason: &str, code: i32) -> Job {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u1"},
+            "spec": {"containers": [{"name": "app", "image": "x",
+                "resources": {"limits": {"memory": "64Mi"}}}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "app", "image": "x",
+                "imageID": "", "ready": false, "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": code, "reason": reason,
+                    "finishedAt": "2026-11-29T10:00:00Z"}}}]}
+        }))
+        .unwrap();
+        Job {
+            term: Termination {
+                namespace: "shop".into(),
+                pod: "web-1".into(),
+                uid: "u1".into(),
+                container: "app".into(),
+                restart_count: 2,
+                reason: Some(reason.into()),
+                exit_code: code,
+                signal: None,
+                finished_at: Some("2026-11-29T10:00:00Z".parse().unwrap()),
+                message: None,
+                init: false,
+            },
+            pod,
+            workload: None,
+            node: None,
+            observed_at: "2026-11-29T10:00:01Z".parse().unwrap(),
+            queued: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn the_notice_takes_fix_and_commands_from_the_typed_diagnosis() {
+        let r = status_only(&job("OOMKilled", 137), &None, "shed");
+        let d = r.diagnosis.as_ref().expect("a diagnosis");
+        assert_eq!(r.capture.cause.as_deref(), Some(d.cause.id()));
+        assert_eq!(r.capture.kind, CaptureKind::StatusOnly);
+        let n = notice(&r.capture, r.diagnosis.as_ref(), 7);
+        assert!(!n.fix.is_empty(), "{n:?}");
+        assert_eq!((&n.fix, &n.commands), (&d.fix, &d.commands));
+        // The same as the stored JSON says (what notice() parsed before).
+        let stored: serde_json::Value =
+            serde_json::from_str(r.capture.diagnosis_json.as_deref().unwrap()).unwrap();
+        assert_eq!(json!(n.fix), stored["fix"]);
+        assert_eq!(json!(n.commands), stored["commands"]);
+        assert_eq!(n.history_id, Some(7));
+    }
+
+    #[test]
+    fn without_a_diagnosis_the_notice_has_no_fix() {
+        let r = status_only(&job("OOMKilled", 137), &None, "shed");
+        let n = notice(&r.capture, None, 1);
+        assert!(n.fix.is_empty() && n.commands.is_empty());
+        assert_eq!(n.cause, r.capture.cause);
+    }
+}
