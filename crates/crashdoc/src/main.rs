@@ -311,6 +311,7 @@ const HINTED: &[crashdoc_core::hint::Finder] = {
         finder::<crashdoc_watch::WatchError>,
         finder::<crashdoc_lint::input::InputError>,
         finder::<crashdoc_mcp::ServeError>,
+        finder::<watch::NoHistoryPlace>,
     ]
 };
 

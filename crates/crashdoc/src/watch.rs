@@ -86,6 +86,24 @@ pub struct DbArg {
     pub db: Option<PathBuf>,
 }
 
+/// No --db, CRASHDOC_DB, XDG_STATE_HOME or HOME: nowhere to put the history.
+#[derive(Debug)]
+pub struct NoHistoryPlace;
+
+impl std::fmt::Display for NoHistoryPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cannot place the history database: no --db, CRASHDOC_DB or HOME")
+    }
+}
+
+impl std::error::Error for NoHistoryPlace {}
+
+impl crashdoc_core::Hint for NoHistoryPlace {
+    fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
+        Some("pass --db PATH, or set CRASHDOC_DB or HOME".into())
+    }
+}
+
 impl DbArg {
     pub fn path(&self) -> anyhow::Result<PathBuf> {
         if let Some(p) = &self.db {
@@ -96,11 +114,9 @@ impl DbArg {
         }
         let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
             Some(s) => PathBuf::from(s),
-            None => PathBuf::from(
-                std::env::var_os("HOME")
-                    .context("cannot place the history database: set --db, CRASHDOC_DB or HOME")?,
-            )
-            .join(".local/state"),
+            None => {
+                PathBuf::from(std::env::var_os("HOME").ok_or(NoHistoryPlace)?).join(".local/state")
+            }
         };
         Ok(base.join("crashdoc").join("history.redb"))
     }

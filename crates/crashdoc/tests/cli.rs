@@ -517,6 +517,30 @@ fn a_missing_history_is_not_called_corrupt() {
 }
 
 #[test]
+fn no_place_for_the_history_says_how_to_give_one() {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_crashdoc"));
+    c.args(["history"])
+        .env_remove("HOME")
+        .env_remove("CRASHDOC_DB")
+        .env_remove("XDG_STATE_HOME")
+        .env("NO_COLOR", "1");
+    let out = c.output().expect("run crashdoc");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: cannot place the history"), "{err}");
+    assert_eq!(
+        hint_lines(&err),
+        vec!["hint: pass --db PATH, or set CRASHDOC_DB or HOME"],
+        "{err}"
+    );
+    // The advice is in the hint only.
+    assert!(
+        !err.lines().next().unwrap_or_default().contains("pass --db"),
+        "{err}"
+    );
+}
+
+#[test]
 fn catalog_lists_every_entry_with_its_source() {
     let v = json(&["catalog", "--format", "json"], None);
     let entries = v.as_array().expect("a list");
