@@ -342,18 +342,23 @@ impl Shared {
         if let Some(sel) = &cfg.label_selector {
             wc = wc.labels(sel);
         }
-        let (job_tx, job_rx) = mpsc::channel::<(Job, Token)>(cfg.queue_capacity);
+        let (jobs, job_rx) = mpsc::channel::<(Job, Token)>(cfg.queue_capacity);
         // Records waiting for the database: bounded too (a batch of up to
         // 256 is one transaction, ~1000 records/s).
         let (rec_tx, rec_rx) = mpsc::channel::<(Record, Token)>(2_000);
         let writer = tokio::spawn(self.clone().writer(rec_rx));
         let workers = tokio::spawn(self.clone().workers(job_rx, rec_tx.clone()));
-        let (shed_tx, shed_rx) = mpsc::channel::<(Job, Token)>(5_000);
+        let (shed, shed_rx) = mpsc::channel::<(Job, Token)>(5_000);
         let shedder = tokio::spawn(self.clone().shedder(shed_rx, rec_tx.clone()));
 
         // Baselines to persist (only when a later run resumes from them).
-        let (base_tx, base_rx) = mpsc::channel::<(BaselineOp, Option<Token>)>(20_000);
+        let (baselines, base_rx) = mpsc::channel::<(BaselineOp, Option<Token>)>(20_000);
         let baseliner = resume_from_history.then(|| tokio::spawn(self.clone().baseliner(base_rx)));
+        let queues = Queues {
+            jobs,
+            shed,
+            baselines,
+        };
         let mut stream = watcher(api, wc).default_backoff().boxed();
         // The history's checkpoint: while nothing observed is still on its
         // way to the database, every termination up to now is stored.
@@ -392,83 +397,14 @@ impl Shared {
                 }
             };
             for action in session::on_event(&mut state, ev) {
-                match action {
-                    Action::WatchRestarted => {
-                        self.metrics.watch_restarts.inc();
-                    }
-                    Action::Verbose(m) => {
-                        if cfg.verbose {
-                            log(&m);
-                        }
-                    }
-                    Action::WatchedPods(n) => {
-                        self.metrics.watched_pods.set(n as i64);
-                    }
-                    Action::TrackedContainers(n) => {
-                        self.metrics.tracked_containers.set(n as i64);
-                    }
-                    Action::Ready => self.health.set(Readiness::Ready),
-                    Action::Degraded(msg) => {
-                        log(&format!("watch: {msg} (retrying with back-off)"));
-                        self.health.set(Readiness::Degraded(msg));
-                    }
-                    Action::Baseline(op) => {
-                        // A baseline set is on its way until stored; a
-                        // failed send drops its token.
-                        let token = matches!(op, BaselineOp::Set(_)).then(|| self.inflight.token());
-                        let _ = base_tx.try_send((op, token));
-                    }
-                    Action::Unobserved {
-                        labels,
-                        count,
-                        log: line,
-                    } => {
-                        self.metrics.restart(labels, u64::from(count));
-                        log(&line);
-                    }
-                    Action::Terminated { labels, capture } => {
-                        self.metrics.restart(labels, 1);
-                        let session::ToCapture {
-                            term,
-                            pod,
-                            workload,
-                            node,
-                        } = *capture;
-                        let job = Job {
-                            node,
-                            pod: *pod,
-                            workload,
-                            term,
-                            observed_at: jiff::Timestamp::now(),
-                            queued: Instant::now(),
-                        };
-                        match job_tx.try_send((job, self.inflight.token())) {
-                            Ok(()) => {
-                                self.metrics.queue_depth.inc();
-                            }
-                            Err(mpsc::error::TrySendError::Full(job))
-                            | Err(mpsc::error::TrySendError::Closed(job)) => {
-                                // Backlog: keep what the status says (off
-                                // this loop, so the watch keeps up); a job
-                                // no one takes drops its token.
-                                if shed_tx.try_send(job).is_err() {
-                                    self.metrics.capture("failed");
-                                }
-                            }
-                        }
-                    }
-                    Action::DrainFor(wait) => {
-                        deadline.as_mut().reset(tokio::time::Instant::now() + wait);
-                    }
-                    Action::Finish => break 'events,
+                if !self.execute(action, &queues, deadline.as_mut()) {
+                    break 'events;
                 }
             }
         }
         // Drain: captures in flight get a few seconds to finish.
-        drop(job_tx);
-        drop(shed_tx);
+        drop(queues);
         drop(rec_tx);
-        drop(base_tx);
         let drained = tokio::time::timeout(Duration::from_secs(15), async {
             let _ = workers.await;
             let _ = shedder.await;
@@ -489,4 +425,93 @@ impl Shared {
             reported_until: state.cutoff(),
         }
     }
+
+    /// Execute one of [`session::on_event`]'s actions; `false`: the session ends.
+    fn execute(
+        &self,
+        action: Action,
+        q: &Queues,
+        deadline: std::pin::Pin<&mut tokio::time::Sleep>,
+    ) -> bool {
+        match action {
+            Action::WatchRestarted => {
+                self.metrics.watch_restarts.inc();
+            }
+            Action::Verbose(m) => {
+                if self.cfg.verbose {
+                    log(&m);
+                }
+            }
+            Action::WatchedPods(n) => {
+                self.metrics.watched_pods.set(n as i64);
+            }
+            Action::TrackedContainers(n) => {
+                self.metrics.tracked_containers.set(n as i64);
+            }
+            Action::Ready => self.health.set(Readiness::Ready),
+            Action::Degraded(msg) => {
+                log(&format!("watch: {msg} (retrying with back-off)"));
+                self.health.set(Readiness::Degraded(msg));
+            }
+            Action::Baseline(op) => {
+                // A baseline set is on its way until stored; a
+                // failed send drops its token.
+                let token = matches!(op, BaselineOp::Set(_)).then(|| self.inflight.token());
+                let _ = q.baselines.try_send((op, token));
+            }
+            Action::Unobserved {
+                labels,
+                count,
+                log: line,
+            } => {
+                self.metrics.restart(labels, u64::from(count));
+                log(&line);
+            }
+            Action::Terminated { labels, capture } => {
+                self.metrics.restart(labels, 1);
+                let session::ToCapture {
+                    term,
+                    pod,
+                    workload,
+                    node,
+                } = *capture;
+                let job = Job {
+                    node,
+                    pod: *pod,
+                    workload,
+                    term,
+                    observed_at: jiff::Timestamp::now(),
+                    queued: Instant::now(),
+                };
+                match q.jobs.try_send((job, self.inflight.token())) {
+                    Ok(()) => {
+                        self.metrics.queue_depth.inc();
+                    }
+                    Err(mpsc::error::TrySendError::Full(job))
+                    | Err(mpsc::error::TrySendError::Closed(job)) => {
+                        // Backlog: keep what the status says (off
+                        // this loop, so the watch keeps up); a job
+                        // no one takes drops its token.
+                        if q.shed.try_send(job).is_err() {
+                            self.metrics.capture("failed");
+                        }
+                    }
+                }
+            }
+            Action::DrainFor(wait) => {
+                deadline.reset(tokio::time::Instant::now() + wait);
+            }
+            Action::Finish => return false,
+        }
+        true
+    }
+}
+
+/// Where a session's actions send their work.
+struct Queues {
+    /// Terminations to capture (bounded: `queue_capacity`).
+    jobs: mpsc::Sender<(Job, Token)>,
+    /// Terminations the capture queue could not take: status only.
+    shed: mpsc::Sender<(Job, Token)>,
+    baselines: mpsc::Sender<(BaselineOp, Option<Token>)>,
 }
