@@ -11,6 +11,7 @@
 
 pub mod catalog;
 pub mod causes;
+pub mod changes;
 pub mod classes;
 pub mod diagnose;
 pub mod hint;
