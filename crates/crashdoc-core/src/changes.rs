@@ -594,7 +594,10 @@ fn volume_source(v: &Value) -> String {
 }
 
 /// Probe fields with the API's defaults filled in, so that an explicit
-/// `periodSeconds: 10` is the same as none.
+/// `periodSeconds: 10` is the same as none. Source: kubernetes v1.36.3
+/// pkg/apis/core/v1/defaults.go (`SetDefaults_Probe`: timeoutSeconds 1,
+/// periodSeconds 10, successThreshold 1, failureThreshold 3; an unset
+/// initialDelaySeconds is 0).
 fn probe_defaults(p: &Value) -> Value {
     let mut m = p.as_object().cloned().unwrap_or_default();
     for (k, d) in [
@@ -636,7 +639,9 @@ fn normalize_image(i: Option<&str>) -> Option<String> {
     })
 }
 
-/// A resource quantity (`500m`, `1Gi`, `1.5e3`) as a number.
+/// A resource quantity (`500m`, `1Gi`, `1.5e3`) as a number. Source:
+/// k8s.io/apimachinery v0.36.3 pkg/api/resource/suffix.go (binary suffixes
+/// Ki..Ei, decimal n u m k M G T P E, and exponents).
 fn quantity(s: &str) -> Option<f64> {
     let s = s.trim();
     let split = s
@@ -752,7 +757,8 @@ fn flatten(path: &str, v: &Value, out: &mut BTreeMap<String, String>) {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplicaSetInfo {
     pub name: String,
-    /// `deployment.kubernetes.io/revision`.
+    /// `deployment.kubernetes.io/revision` (kubernetes v1.36.3
+    /// pkg/controller/deployment/util/deployment_util.go, `RevisionAnnotation`).
     pub revision: u64,
     /// `metadata.creationTimestamp`, as written.
     pub created: Option<String>,
