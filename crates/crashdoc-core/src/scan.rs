@@ -246,7 +246,7 @@ pub struct Catalog {
     sigs: Vec<&'static Signature>,
     /// Each entry's regular expression, compiled the first time a line
     /// selects the entry (most entries are never needed by one log).
-    regexes: Vec<std::sync::OnceLock<Option<Regex>>>,
+    regexes: Vec<OnceLock<Option<Regex>>>,
     /// Every keyword, lowercase, in automaton pattern order.
     keywords: Arc<Vec<String>>,
     /// Every keyword: reaching its match state means that a keyword ends
@@ -567,10 +567,8 @@ impl Catalog {
                 // A regex that does not compile (the catalog test rules
                 // that out) matches nothing.
                 let rx = self.regexes[i].get_or_init(|| {
-                    sig.regex.map(|r| {
-                        Regex::new(r)
-                            .unwrap_or_else(|_| Regex::new(r"[^\s\S]").expect("static regex"))
-                    })
+                    sig.regex
+                        .map(|r| Regex::new(r).unwrap_or_else(|_| crate::classes::NEVER.clone()))
                 });
                 rx.as_ref().is_none_or(|r| r.is_match(body))
             })

@@ -49,19 +49,10 @@ fn check_gpu_oom(cx: &Context) -> Vec<Finding> {
     let Some(mut f) = cx.from_logs(Cause::GpuOom, |s| {
         let l = &s.hit.line.text;
         let when = if classes::is("gpu-oom.cuda-graphs", l)
-            || s.log.is_some_and(|l| {
-                l.hits
-                    .iter()
-                    .any(|h| classes::is("gpu-oom.cuda-graphs-in-log", &h.line.text))
-            }) {
-            " while capturing CUDA graphs"
-        } else if classes::is("gpu-oom.kv-cache", l)
-            || s.log.is_some_and(|l| {
-                l.hits
-                    .iter()
-                    .any(|h| classes::is("ms.llamacpp-kv-cache-alloc", &h.line.text))
-            })
+            || s.log_has("gpu-oom.cuda-graphs-in-log")
         {
+            " while capturing CUDA graphs"
+        } else if classes::is("gpu-oom.kv-cache", l) || s.log_has("ms.llamacpp-kv-cache-alloc") {
             " sizing the KV cache"
         } else {
             ""

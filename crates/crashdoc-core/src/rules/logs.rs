@@ -266,18 +266,11 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
         let text = crate::text::strip_log_prefix(&s.hit.line.text)
             .trim()
             .to_string();
-        let in_log = |is: &dyn Fn(&str) -> bool| {
-            s.log
-                .is_some_and(|l| l.hits.iter().any(|h| is(&h.line.text)))
-        };
-        let lang = if classes::is("crash.go-panic", &text)
-            || in_log(&|t| classes::is("crash.go-panic", t))
-        {
+        let lang = if classes::is("crash.go-panic", &text) || s.log_has("crash.go-panic") {
             "a Go panic"
         } else if classes::is("crash.rust-panic", &text) {
             "a Rust panic"
-        } else if in_log(&|t| classes::is("crash.python-traceback", t))
-            || classes::is("crash.named-exception", &text)
+        } else if s.log_has("crash.python-traceback") || classes::is("crash.named-exception", &text)
         {
             "an unhandled exception"
         } else {

@@ -202,6 +202,14 @@ impl Support<'_> {
         self.cite.clone()
     }
 
+    /// Whether another line the scanner kept from the same log is a message
+    /// of class `id` (`crate::classes::is`); false for an event or a status
+    /// field.
+    pub fn log_has(&self, id: &str) -> bool {
+        self.log
+            .is_some_and(|l| l.hits.iter().any(|h| crate::classes::is(id, &h.line.text)))
+    }
+
     /// Support from a status field or an event: `text` is what the entry
     /// matched, `cite` the field it stands in.
     fn of_field(
