@@ -59,6 +59,19 @@ pub mod file {
     pub const TOP: &str = "top-pod.txt";
     pub const REFERENCES: &str = "references.json";
     pub const MISSING: &str = "missing.json";
+    /// The owning Deployment's ReplicaSets, every revision: a `kind: List`
+    /// as `kubectl get rs -l SELECTOR -o json` prints it (issue 11).
+    pub const REPLICASETS: &str = "replicasets.json";
+    /// The owning StatefulSet's or DaemonSet's ControllerRevisions: a
+    /// `kind: List` as `kubectl get controllerrevisions -l SELECTOR -o json`.
+    pub const CONTROLLER_REVISIONS: &str = "controllerrevisions.json";
+    /// Every pod of the workload, of every revision: a `kind: List` as
+    /// `kubectl get pods -l SELECTOR -o json` prints it.
+    pub const WORKLOAD_PODS: &str = "workload-pods.json";
+    /// The nodes those pods run on: a `kind: List` of Node objects.
+    pub const NODES: &str = "nodes.json";
+    /// `kubectl rollout history KIND/NAME [--revision=N]` as printed.
+    pub const ROLLOUT_HISTORY: &str = "rollout-history.txt";
     /// Prefix of a container's current log: `logs.CONTAINER.txt`.
     pub const LOGS: &str = "logs";
     /// Prefix of a container's previous log: `logs-previous.CONTAINER.txt`.
@@ -186,6 +199,10 @@ pub struct Reference {
     /// Key name -> size of the value in bytes. Never the value.
     #[serde(default)]
     pub keys: BTreeMap<String, Option<u64>>,
+    /// When the object last changed: the newest `metadata.managedFields[].time`
+    /// (RFC 3339), else its `creationTimestamp`. Absent in older bundles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
 }
 
 fn parse_manifest(root: &Path, text: &str) -> Result<Manifest, InputError> {

@@ -123,6 +123,7 @@ fn record(
         name,
         exists,
         keys,
+        changed: None,
     });
 }
 

@@ -42,6 +42,7 @@ impl Source for ServiceAccounts {
                 name: sa,
                 exists: Some(exists),
                 keys: BTreeMap::new(),
+                changed: None,
             });
             out
         })

@@ -64,6 +64,7 @@ impl Source for Services {
                     },
                     exists,
                     keys: BTreeMap::new(),
+                    changed: None,
                 });
             }
             out
