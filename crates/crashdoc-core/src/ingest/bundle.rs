@@ -94,6 +94,14 @@ pub enum BundleFile {
     Top,
     References,
     Missing,
+    /// Every ReplicaSet of the owning Deployment (issue 11).
+    ReplicaSets,
+    /// Every ControllerRevision of the owning StatefulSet or DaemonSet.
+    ControllerRevisions,
+    /// Every pod of the workload, all revisions.
+    WorkloadPods,
+    /// The nodes the workload's pods run on.
+    Nodes,
     Logs {
         container: String,
         previous: bool,
@@ -115,6 +123,16 @@ impl BundleFile {
         BundleFile::Top,
         BundleFile::References,
         BundleFile::Missing,
+    ];
+
+    /// The files of a workload's revisions (issue 11), written by
+    /// crashdoc-kube's `revisions` source; not yet in [`Self::FIXED`] until
+    /// the reader classifies them.
+    pub const REVISIONS: [BundleFile; 4] = [
+        BundleFile::ReplicaSets,
+        BundleFile::ControllerRevisions,
+        BundleFile::WorkloadPods,
+        BundleFile::Nodes,
     ];
 
     /// The file name inside the pod folder.
@@ -149,6 +167,10 @@ impl BundleFile {
             BundleFile::Top => file::TOP,
             BundleFile::References => file::REFERENCES,
             BundleFile::Missing => file::MISSING,
+            BundleFile::ReplicaSets => file::REPLICASETS,
+            BundleFile::ControllerRevisions => file::CONTROLLER_REVISIONS,
+            BundleFile::WorkloadPods => file::WORKLOAD_PODS,
+            BundleFile::Nodes => file::NODES,
             BundleFile::Logs { .. } => return None,
         })
     }
