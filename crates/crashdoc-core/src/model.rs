@@ -470,6 +470,10 @@ pub struct Pod {
     pub sources: Vec<String>,
     /// Things the reader noticed that are not evidence (ignored files, ...).
     pub notes: Vec<String>,
+    /// What the revision comparison reads: the workload's revisions, its
+    /// other pods, their nodes, config change times (shared by the pods of
+    /// one folder; empty when the input has none).
+    pub rollout: std::sync::Arc<crate::ingest::rollout::RolloutInput>,
 }
 
 impl Pod {

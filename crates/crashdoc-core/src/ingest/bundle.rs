@@ -102,6 +102,8 @@ pub enum BundleFile {
     WorkloadPods,
     /// The nodes the workload's pods run on.
     Nodes,
+    /// `kubectl rollout history KIND/NAME [--revision=N]` output.
+    RolloutHistory,
     Logs {
         container: String,
         previous: bool,
@@ -110,7 +112,7 @@ pub enum BundleFile {
 
 impl BundleFile {
     /// Every file kind with a fixed name (logs excluded).
-    pub const FIXED: [BundleFile; 12] = [
+    pub const FIXED: [BundleFile; 17] = [
         BundleFile::Pod,
         BundleFile::Events,
         BundleFile::ReplicaSet,
@@ -123,11 +125,16 @@ impl BundleFile {
         BundleFile::Top,
         BundleFile::References,
         BundleFile::Missing,
+        BundleFile::ReplicaSets,
+        BundleFile::ControllerRevisions,
+        BundleFile::WorkloadPods,
+        BundleFile::Nodes,
+        BundleFile::RolloutHistory,
     ];
 
     /// The files of a workload's revisions (issue 11), written by
-    /// crashdoc-kube's `revisions` source; not yet in [`Self::FIXED`] until
-    /// the reader classifies them.
+    /// crashdoc-kube's `revisions` source (all in [`Self::FIXED`] too; the
+    /// reader classifies them as `FileKind::Rollout`).
     pub const REVISIONS: [BundleFile; 4] = [
         BundleFile::ReplicaSets,
         BundleFile::ControllerRevisions,
@@ -171,6 +178,7 @@ impl BundleFile {
             BundleFile::ControllerRevisions => file::CONTROLLER_REVISIONS,
             BundleFile::WorkloadPods => file::WORKLOAD_PODS,
             BundleFile::Nodes => file::NODES,
+            BundleFile::RolloutHistory => file::ROLLOUT_HISTORY,
             BundleFile::Logs { .. } => return None,
         })
     }
@@ -356,6 +364,27 @@ pub fn read_meta(parts: &mut Parts, doc: &Doc) {
     }
     match serde_json::from_str::<Vec<Reference>>(&doc.text) {
         Ok(refs) => {
+            for (i, r) in refs.iter().enumerate() {
+                if matches!(r.kind, ReferenceKind::ConfigMap | ReferenceKind::Secret) {
+                    parts.rollout.config.push(super::rollout::ConfigTime {
+                        kind: r.kind.as_str().to_string(),
+                        name: r.name.clone(),
+                        exists: r.exists,
+                        keys: r.keys.keys().cloned().collect(),
+                        changed: r.changed.clone(),
+                        cite: Cite::new(
+                            SourceKind::Object,
+                            format!("{}[{i}].changed", doc.name),
+                            format!(
+                                "{} {} changed {}",
+                                r.kind,
+                                r.name,
+                                r.changed.as_deref().unwrap_or("(unknown)")
+                            ),
+                        ),
+                    });
+                }
+            }
             for (i, r) in refs.into_iter().enumerate() {
                 let kind = match r.kind {
                     ReferenceKind::Secret => RefKind::Secret,
@@ -628,12 +657,20 @@ mod tests {
 
     #[test]
     fn every_bundle_file_is_read_back_as_its_kind() {
+        use crate::ingest::rollout::RolloutFile;
         use crate::ingest::{FileKind, kind_of_file};
         use crate::scan::LogKind;
         for f in BundleFile::FIXED {
             let want = match f {
                 BundleFile::Top => FileKind::Top,
                 BundleFile::References | BundleFile::Missing => FileKind::BundleMeta,
+                BundleFile::ReplicaSets => FileKind::Rollout(RolloutFile::ReplicaSets),
+                BundleFile::ControllerRevisions => {
+                    FileKind::Rollout(RolloutFile::ControllerRevisions)
+                }
+                BundleFile::WorkloadPods => FileKind::Rollout(RolloutFile::WorkloadPods),
+                BundleFile::Nodes => FileKind::Rollout(RolloutFile::Nodes),
+                BundleFile::RolloutHistory => FileKind::Rollout(RolloutFile::History),
                 _ => FileKind::Objects,
             };
             assert_eq!(kind_of_file(&f.name()), Some(want), "{}", f.name());

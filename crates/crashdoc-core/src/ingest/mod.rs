@@ -7,8 +7,10 @@ pub mod bundle;
 pub mod describe;
 pub mod dump;
 pub mod fragments;
+pub mod history;
 pub mod objects;
 pub mod paste;
+pub mod rollout;
 pub mod tables;
 pub mod tolerant;
 
@@ -49,6 +51,9 @@ pub enum FileKind {
     Other,
     /// crashdoc's own references.json / missing.json in a bundle.
     BundleMeta,
+    /// What a revision comparison reads: a workload's ReplicaSets or
+    /// ControllerRevisions, pods of every revision, nodes, rollout history.
+    Rollout(rollout::RolloutFile),
 }
 
 /// Why the input could not be used at all.
@@ -169,6 +174,17 @@ pub fn kind_of_file(name: &str) -> Option<FileKind> {
         file::TOP | "top.txt" => FileKind::Top,
         "other.txt" => FileKind::Other,
         file::REFERENCES | file::MISSING => FileKind::BundleMeta,
+        file::REPLICASETS | "replicasets.yaml" => {
+            FileKind::Rollout(rollout::RolloutFile::ReplicaSets)
+        }
+        file::CONTROLLER_REVISIONS | "controllerrevisions.yaml" => {
+            FileKind::Rollout(rollout::RolloutFile::ControllerRevisions)
+        }
+        file::WORKLOAD_PODS | "workload-pods.yaml" => {
+            FileKind::Rollout(rollout::RolloutFile::WorkloadPods)
+        }
+        file::NODES | "nodes.yaml" => FileKind::Rollout(rollout::RolloutFile::Nodes),
+        file::ROLLOUT_HISTORY => FileKind::Rollout(rollout::RolloutFile::History),
         _ => return None,
     })
 }
@@ -192,6 +208,8 @@ pub struct Parts {
     pub sources: Vec<String>,
     pub notes: Vec<String>,
     pub missing: Vec<Missing>,
+    /// What a revision comparison reads (shared by the folder's pods).
+    pub rollout: rollout::RolloutInput,
 }
 
 impl Parts {
@@ -242,7 +260,11 @@ impl Parts {
     pub fn add_doc(&mut self, kind: FileKind, doc: Doc) {
         let structured = !matches!(
             kind,
-            FileKind::Logs { .. } | FileKind::Other | FileKind::BundleMeta | FileKind::Node
+            FileKind::Logs { .. }
+                | FileKind::Other
+                | FileKind::BundleMeta
+                | FileKind::Node
+                | FileKind::Rollout(_)
         );
         let before = self.count();
         let name = doc.name.clone();
@@ -250,7 +272,11 @@ impl Parts {
         let mark = self.mark();
         // Pasted text, whatever its section was taken for (a log file given
         // by name is streamed, not read here).
-        if !matches!(kind, FileKind::BundleMeta | FileKind::Other) {
+        // Not the revision files: their pods are other pods than this one.
+        if !matches!(
+            kind,
+            FileKind::BundleMeta | FileKind::Other | FileKind::Rollout(_)
+        ) {
             self.fragments.extend(fragments::states(&doc));
         }
         self.add_doc_inner(kind, doc);
@@ -288,6 +314,7 @@ impl Parts {
                 self.events.extend(tables::parse_event_lines(&doc));
             }
             FileKind::Objects => {
+                self.rollout.collect(&doc);
                 let o = objects::parse(&doc);
                 if let Some(p) = &o.partial {
                     self.notes.push(format!("{}: {p}", doc.name));
@@ -303,6 +330,7 @@ impl Parts {
                     (None, None)
                 };
                 if tree.is_some() {
+                    self.rollout.collect(&doc);
                     self.objects.push(objects::parse(&doc));
                 } else {
                     self.events.extend(tables::parse_event_lines(&doc));
@@ -346,6 +374,11 @@ impl Parts {
                 }
             }
             FileKind::BundleMeta => bundle::read_meta(self, &doc),
+            FileKind::Rollout(kind) => {
+                if let Some(note) = self.rollout.read_file(kind, &doc) {
+                    self.notes.push(note);
+                }
+            }
         }
     }
 
@@ -719,7 +752,9 @@ pub fn assemble(mut parts: Parts) -> Evidence {
     }
 
     let n_pods = pods.len();
+    let rollout = std::sync::Arc::new(std::mem::take(&mut parts.rollout));
     for pod in &mut pods {
+        pod.rollout = rollout.clone();
         if let Some(r) = rows
             .iter()
             .find(|r| Some(r.name.as_str()) == pod.name.as_deref())

@@ -34,6 +34,11 @@ static EVENTS_HEADER: LazyLock<Regex> = LazyLock::new(|| {
 static EVENT_ROW: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|\s)(?:Normal|Warning)\s+[A-Z][A-Za-z]+").expect("static regex")
 });
+/// The header `kubectl rollout history KIND/NAME --revision=N` prints
+/// (k8s.io/kubectl v0.36.3 pkg/cmd/rollout/rollout_history.go).
+static HISTORY_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-z0-9.-]+/[a-z0-9.-]+ with revision #\d+$").expect("static regex")
+});
 static PVC_HEADER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^NAME\s+STATUS\s+VOLUME").expect("static regex"));
 
@@ -74,6 +79,9 @@ fn kind_of_command(cmd: &str) -> FileKind {
             },
             container,
         };
+    }
+    if has("rollout") && has("history") {
+        return FileKind::Rollout(super::rollout::RolloutFile::History);
     }
     if has("describe") {
         if words
@@ -125,6 +133,9 @@ fn kind_of_command(cmd: &str) -> FileKind {
 /// Recognise a section with no command line by its first lines.
 fn kind_of_shape(line: &str) -> Option<FileKind> {
     let t = line.trim();
+    if HISTORY_HEADER.is_match(t) {
+        return Some(FileKind::Rollout(super::rollout::RolloutFile::History));
+    }
     if DESCRIBE_START.is_match(t) || DESCRIBE_PART.is_match(t) {
         return Some(FileKind::Describe);
     }
@@ -207,6 +218,12 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
             };
             let in_object =
                 matches!(cur_kind, Some(FileKind::Objects)) && !DESCRIBE_START.is_match(t);
+            // A rollout history's template is describe-like; only a line at
+            // the margin (a describe's `Name:`) or another header ends it.
+            let in_history = matches!(cur_kind, Some(FileKind::Rollout(_)))
+                && (line.starts_with([' ', '\t']) || t == "Pod Template:")
+                && !matches!(k, FileKind::Rollout(_));
+            let in_object = in_object || in_history;
             if !(same || in_object || from_command && cur_lines.len() <= 1) {
                 flush(&mut out, cur_kind.take(), cur_start, &mut cur_lines);
                 cur_start = i;
@@ -302,5 +319,28 @@ mod tests {
         assert!(matches!(s[0].kind, FileKind::Describe));
         assert!(matches!(s[1].kind, FileKind::Logs { .. }));
         assert!(s[1].doc.text.starts_with("Traceback"));
+    }
+
+    #[test]
+    fn rollout_history_is_one_section_until_the_next_command() {
+        use crate::ingest::rollout::RolloutFile;
+        let text = "$ kubectl rollout history deploy/web --revision=2\ndeployment.apps/web with revision #2\nPod Template:\n  Labels:\tapp=web\n  Containers:\n   app:\n    Image:\tweb:1.4.0\n  Volumes:\n   config:\n    Type:\tConfigMap (a volume populated by a ConfigMap)\n    Name:\tweb-config\n$ kubectl describe pod web-1\nName:         web-1\nContainers:\n  app:\n    Image: web:1.5.0\n";
+        let s = split(
+            "paste",
+            text,
+            FileKind::Logs {
+                kind: LogKind::Current,
+                container: None,
+            },
+        );
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert_eq!(s[0].kind, FileKind::Rollout(RolloutFile::History));
+        assert!(s[0].doc.text.contains("Name:\tweb-config"));
+        assert!(matches!(s[1].kind, FileKind::Describe));
+        // Without the command line, the header starts the section.
+        let bare = &text[text.find("deployment.apps").unwrap()..];
+        let s = split("paste", bare, FileKind::Other);
+        assert_eq!(s[0].kind, FileKind::Rollout(RolloutFile::History));
+        assert!(s[0].doc.text.contains("Image:\tweb:1.4.0"));
     }
 }
