@@ -2,7 +2,8 @@
 //! the sources of [`crate::sources`] in waves (every source of a wave in
 //! parallel, pods concurrently), counting requests and timing each wave.
 
-use crate::sources::{Ctx, FIRST_WAVE, Output, SECOND_WAVE, Source, json};
+use crate::sources::shared::{Seed, Shared, workload_key};
+use crate::sources::{Ctx, FIRST_WAVE, Output, SECOND_WAVE, Source, json, revisions};
 use crate::{KubeError, Target, TargetKind};
 use crashdoc_core::ingest::bundle::{BundleFile, PodFiles};
 use futures::future::join_all;
@@ -59,6 +60,8 @@ pub struct Collector {
     wave_count: AtomicU32,
     /// (time, requests) of each wave of sources.
     waves: Mutex<Vec<(Duration, u32)>>,
+    /// Reads shared by the sources and pods of this collector.
+    shared: Shared,
 }
 
 /// The verb and resource of a request, for error messages and hints.
@@ -138,6 +141,7 @@ impl Collector {
             requests: AtomicU32::new(0),
             wave_count: AtomicU32::new(0),
             waves: Mutex::new(Vec::new()),
+            shared: Shared::default(),
         }
     }
 
@@ -232,10 +236,11 @@ impl Collector {
         self.count();
         let pods_api = self.api::<Pod>();
         let pods_f = crate::retry::read(3, || pods_api.list(&lp));
+        let rs_api = self.api::<ReplicaSet>();
         let rs_f = async {
             if target.kind == TargetKind::Deployment {
                 self.count();
-                self.api::<ReplicaSet>().list(&lp).await.ok()
+                crate::retry::read(3, || rs_api.list(&lp)).await.ok()
             } else {
                 None
             }
@@ -254,6 +259,16 @@ impl Collector {
                 )
             })?
             .items;
+        // The revisions source reuses both lists instead of making them again.
+        if let Some(rs) = &rss {
+            self.shared.seed(
+                &workload_key(&ns, "Deployment", name),
+                Seed {
+                    replica_sets: rs.items.clone(),
+                    pods: pods.clone(),
+                },
+            );
+        }
         // Newest ReplicaSet (highest revision) first.
         let revision: HashMap<String, i64> = rss
             .map(|l| l.items)
@@ -295,7 +310,7 @@ impl Collector {
 
     /// Collect everything about the given pods: the first wave of sources
     /// for every pod concurrently, then the second (the Services behind the
-    /// hosts their logs fail to reach).
+    /// hosts their logs fail to reach, the revisions of their workload).
     pub async fn collect(&self, pods: Vec<Pod>) -> Collection {
         let parts = self
             .run_wave(|| join_all(pods.iter().map(|p| self.first_wave(p, None))))
@@ -307,7 +322,10 @@ impl Collector {
                 (p, hosts)
             })
             .collect();
-        if pods.iter().any(|(_, h)| !h.is_empty()) {
+        if pods
+            .iter()
+            .any(|(p, h)| !h.is_empty() || revisions::workload(&p.out.files).is_some())
+        {
             let second = self
                 .run_wave(|| {
                     join_all(
@@ -390,6 +408,8 @@ impl Collector {
             opts: &self.opts,
             events,
             hosts,
+            prior: &parts.out.files,
+            shared: &self.shared,
             requests: &self.requests,
         };
         let outs = join_all(sources.iter().map(|s| s.collect(&cx))).await;

@@ -191,7 +191,11 @@ fn cluster() -> Mock {
             "metadata": {"name": "web-abc", "namespace": NS, "annotations": {"deployment.kubernetes.io/revision": "2"},
                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-1", "controller": true}]},
             "spec": {"selector": {"matchLabels": {"app": "web"}}}}))])
-        .on(RSS, vec![ok(json!({"apiVersion": "apps/v1", "kind": "ReplicaSetList", "metadata": {}, "items": []}))])
+        .on(RSS, vec![ok(json!({"apiVersion": "apps/v1", "kind": "ReplicaSetList", "metadata": {}, "items": [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+             "metadata": {"name": "web-abc", "namespace": NS, "annotations": {"deployment.kubernetes.io/revision": "2"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d-1", "controller": true}]},
+             "spec": {"selector": {"matchLabels": {"app": "web"}}}}]}))])
         .on(DEPLOY, vec![ok(deploy)])
         .on(NODE, vec![ok(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}))])
         .on(PVC, vec![ok(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -279,6 +283,9 @@ async fn a_readable_pod_is_collected_in_three_waves_of_gets() {
         "top-pod.txt",
         "references.json",
         "missing.json",
+        "replicasets.json",
+        "workload-pods.json",
+        "nodes.json",
     ] {
         assert!(names.contains(&f), "{f} not in {names:?}");
     }
@@ -322,16 +329,32 @@ async fn a_readable_pod_is_collected_in_three_waves_of_gets() {
         "POD NAME CPU(cores) MEMORY(bytes)\nweb-1 web 12m 250Mi\n"
     );
 
-    // Requests: only GETs; one to resolve, 11 in the first wave, 1 in the second.
+    // Requests: only GETs; one to resolve, 11 in the first wave, 3 in the
+    // second (the Service; the Deployment's ReplicaSets and pods, listed by
+    // its selector; node-1 is not read again).
     let seen = m.seen();
     assert!(seen.iter().all(|s| s.method == "GET"), "{seen:?}");
-    assert_eq!(seen.len(), 13, "{seen:?}");
-    assert_eq!(c.requests, 13);
+    assert_eq!(seen.len(), 15, "{seen:?}");
+    assert_eq!(c.requests, 15);
     assert_eq!(c.waves, 3);
-    assert_eq!(c.wave_requests, [11, 1]);
+    assert_eq!(c.wave_requests, [11, 3]);
+    assert_eq!(
+        m.calls(NODE),
+        1,
+        "the node source's read serves the revisions"
+    );
+    for path in [RSS, PODS] {
+        let l: Vec<&Seen> = seen.iter().filter(|s| s.path == path).collect();
+        assert_eq!(l.len(), 1, "{path}");
+        assert!(
+            l[0].query.contains("labelSelector=app%3Dweb"),
+            "{}",
+            l[0].query
+        );
+    }
     assert_eq!(c.wave_times.len(), 2);
     assert_eq!(seen[0].path, POD);
-    assert_eq!(seen.last().unwrap().path, SVC);
+    assert!(seen[12..].iter().any(|s| s.path == SVC));
     let logs: Vec<&Seen> = seen.iter().filter(|s| s.path == LOG).collect();
     assert_eq!(logs.len(), 2);
     assert!(logs.iter().any(|s| s.query.contains("previous=true")));
@@ -364,7 +387,13 @@ async fn a_deployment_resolves_through_its_selector_in_two_waves() {
         "{}",
         list.query
     );
-    assert!(seen.iter().any(|s| s.path == RSS));
+    // The revisions source reuses resolve's two lists: each made once.
+    assert_eq!(m.calls(RSS), 1);
+    assert_eq!(m.calls(PODS), 1);
+    assert_eq!(m.calls(NODE), 1);
+    assert_eq!(c.requests, 15, "{seen:?}");
+    assert_eq!(c.wave_requests, [11, 1]);
+    assert!(file(&c.pods[0], "replicasets.json").is_some());
     assert_eq!(c.requests as usize, seen.len());
     assert_eq!(cause(&c), baseline().await);
 }
@@ -400,6 +429,12 @@ async fn a_403_on_each_source_is_missing_evidence_with_an_rbac_hint() {
             "usage (metrics.k8s.io)",
             "grant `get` on `pods.metrics.k8s.io`",
         ),
+        (
+            RSS,
+            "replicasets of deployment web",
+            "grant `list` on `replicasets.apps`",
+        ),
+        (PODS, "pods of deployment web", "grant `list` on `pods`"),
     ];
     for (path, what, hint) in cases {
         let m = cluster();
@@ -856,5 +891,277 @@ mod verify {
             other => panic!("{:?}", other.is_ok()),
         }
         assert_eq!(m.seen().len(), 1);
+    }
+}
+
+/// The revisions source (issue 11): a workload's ReplicaSets or
+/// ControllerRevisions, its pods and their nodes, each read once.
+mod revisions {
+    use super::*;
+
+    const CRS: &str = "/apis/apps/v1/namespaces/shop/controllerrevisions";
+    const STS: &str = "/apis/apps/v1/namespaces/shop/statefulsets/db";
+    const NODE2: &str = "/api/v1/nodes/node-2";
+
+    fn list(kind: &str, items: Vec<Value>) -> Reply {
+        ok(json!({"apiVersion": "v1", "kind": kind, "metadata": {}, "items": items}))
+    }
+
+    fn rs(name: &str, rev: u32, owner: &str, image: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": NS, "uid": format!("uid-{name}"),
+                "annotations": {"deployment.kubernetes.io/revision": rev.to_string()},
+                "managedFields": [{"manager": "kube-controller-manager", "operation": "Update"}],
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": owner,
+                    "uid": format!("uid-{owner}"), "controller": true}]},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"containers": [{"name": "web", "image": image}]}}}})
+    }
+
+    /// A pod of `owner` (kind, name) on `node`; crash-looping or ready.
+    fn pod(name: &str, owner: (&str, &str), node: &str, failing: bool) -> Value {
+        let mut p = pod_json(name, &format!("uid-{name}"));
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": owner.0,
+            "name": owner.1, "uid": format!("uid-{}", owner.1), "controller": true}]);
+        p["metadata"]["managedFields"] = json!([{"manager": "kubelet", "operation": "Update"}]);
+        p["spec"]["nodeName"] = json!(node);
+        if !failing {
+            p["status"]["containerStatuses"] = json!([{"name": "web", "image": "web:2", "imageID": "",
+                "ready": true, "restartCount": 0, "state": {"running": {}}}]);
+        }
+        p
+    }
+
+    fn items(p: &PodFiles, name: &str) -> Vec<Value> {
+        let v: Value =
+            serde_json::from_slice(file(p, name).unwrap_or_else(|| panic!("{name}"))).unwrap();
+        assert_eq!(v["kind"], "List", "{name}");
+        v["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn names(v: &[Value]) -> Vec<String> {
+        let mut n: Vec<String> = v
+            .iter()
+            .filter_map(|x| x["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        n.sort();
+        n
+    }
+
+    /// Deployment web: revisions 1, 2 (healthy, on node-2) and 3 (two pods
+    /// crash-looping on node-1); a ReplicaSet and a pod of another
+    /// Deployment match the same selector.
+    fn three_revisions() -> Mock {
+        let m = cluster();
+        let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": NS, "uid": "uid-web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"spec": {"containers": [{"name": "web", "image": "web:3"}]}}}});
+        let pods = vec![
+            pod("web-1", ("ReplicaSet", "web-c3"), "node-1", true),
+            pod("web-2", ("ReplicaSet", "web-c3"), "node-1", true),
+            pod("web-3", ("ReplicaSet", "web-b2"), "node-2", false),
+            pod("shop-1", ("ReplicaSet", "shop-x1"), "node-9", false),
+        ];
+        m.on(DEPLOY, vec![ok(deploy)])
+            .on(
+                RSS,
+                vec![list(
+                    "ReplicaSetList",
+                    vec![
+                        rs("web-a1", 1, "web", "web:1"),
+                        rs("web-b2", 2, "web", "web:2"),
+                        rs("web-c3", 3, "web", "web:3"),
+                        rs("shop-x1", 1, "shop", "shop:1"),
+                    ],
+                )],
+            )
+            .on(PODS, vec![list("PodList", pods)])
+            .on(
+                "/apis/apps/v1/namespaces/shop/replicasets/web-c3",
+                vec![ok(rs("web-c3", 3, "web", "web:3"))],
+            )
+            .on("/api/v1/namespaces/shop/pods/web-2/log", vec![Reply::Text(200, "boom\n".into())])
+            .on(NODE2, vec![ok(json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "node-2", "labels": {"node.kubernetes.io/instance-type": "m5.large"},
+                    "managedFields": [{"manager": "kubelet", "operation": "Update"}]}}))]);
+        m
+    }
+
+    #[tokio::test]
+    async fn a_deployment_with_three_replica_sets() {
+        let m = three_revisions();
+        let c = collect(&m, "deploy/web").await.unwrap();
+        assert_eq!(c.pods.len(), 2, "the two crash-looping pods of web");
+        for p in &c.pods {
+            assert_eq!(
+                names(&items(p, "replicasets.json")),
+                ["web-a1", "web-b2", "web-c3"]
+            );
+            assert_eq!(
+                names(&items(p, "workload-pods.json")),
+                ["web-1", "web-2", "web-3"]
+            );
+            assert_eq!(names(&items(p, "nodes.json")), ["node-1", "node-2"]);
+            assert!(file(p, "controllerrevisions.json").is_none());
+            for f in ["replicasets.json", "workload-pods.json", "nodes.json"] {
+                let text = String::from_utf8_lossy(file(p, f).unwrap());
+                assert!(!text.contains("managedFields"), "{f}");
+                assert!(!text.contains(SECRET_VALUE), "{f}");
+            }
+            assert!(missing(p).is_empty(), "{:?}", missing(p));
+        }
+        // Each read once for both pods: the lists are resolve's, node-1 is
+        // the node source's, node-2 is read by the revisions source. (The
+        // owner chain still gets the Deployment once per pod, as before.)
+        for path in [RSS, PODS, NODE, NODE2] {
+            assert_eq!(m.calls(path), 1, "{path}");
+        }
+        assert_eq!(m.calls(DEPLOY), 3);
+        assert!(m.seen().iter().all(|s| s.method == "GET"));
+        assert_eq!(c.requests as usize, m.seen().len());
+        // resolve 3; per pod 11 in the first wave but node-1 once (21);
+        // second: web-1's Service (web-2's log names no host) and node-2.
+        assert_eq!(c.requests, 3 + 21 + 2);
+        assert_eq!(c.wave_requests, [21, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_pod_target_lists_its_deployments_revisions_itself() {
+        let m = three_revisions();
+        let c = collect(&m, "web-1").await.unwrap();
+        let p = &c.pods[0];
+        assert_eq!(names(&items(p, "replicasets.json")).len(), 3);
+        assert_eq!(names(&items(p, "workload-pods.json")).len(), 3);
+        let seen = m.seen();
+        let rss: Vec<&Seen> = seen.iter().filter(|s| s.path == RSS).collect();
+        assert_eq!(rss.len(), 1);
+        assert!(
+            rss[0].query.contains("labelSelector=app%3Dweb"),
+            "{}",
+            rss[0].query
+        );
+        assert_eq!(m.calls(PODS), 1);
+        assert_eq!(m.calls(NODE), 1);
+        assert_eq!(m.calls(NODE2), 1);
+        assert_eq!(c.wave_requests, [11, 4], "Service, two lists, node-2");
+    }
+
+    /// StatefulSet db: two ControllerRevisions (and one of another
+    /// StatefulSet), db-0 crash-looping and db-1 ready on node-1.
+    fn statefulset() -> Mock {
+        let m = cluster();
+        let cr = |name: &str, rev: i64, owner: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": rev,
+                "metadata": {"name": name, "namespace": NS, "labels": {"app": "web"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner,
+                        "uid": format!("uid-{owner}"), "controller": true}]},
+                "data": {"spec": {"template": {"spec": {"containers": [{"name": "web", "args": [format!("--rev={rev}")]}]}}}}})
+        };
+        let mut db0 = pod("db-0", ("StatefulSet", "db"), "node-1", true);
+        db0["metadata"]["name"] = json!("web-1");
+        m.on(POD, vec![ok(db0.clone())])
+            .on(
+                STS,
+                vec![ok(json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "db", "namespace": NS, "uid": "uid-db"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "serviceName": "db",
+                    "template": {"spec": {"containers": [{"name": "web"}]}}}}))],
+            )
+            .on(
+                CRS,
+                vec![list(
+                    "ControllerRevisionList",
+                    vec![
+                        cr("db-5d", 1, "db"),
+                        cr("db-7f", 2, "db"),
+                        cr("other-1", 1, "other"),
+                    ],
+                )],
+            )
+            .on(
+                PODS,
+                vec![list(
+                    "PodList",
+                    vec![db0, pod("db-1", ("StatefulSet", "db"), "node-1", false)],
+                )],
+            );
+        m
+    }
+
+    #[tokio::test]
+    async fn a_statefulset_with_two_controller_revisions() {
+        let m = statefulset();
+        let c = collect(&m, "web-1").await.unwrap();
+        let p = &c.pods[0];
+        assert!(file(p, "statefulset.json").is_some());
+        assert_eq!(
+            names(&items(p, "controllerrevisions.json")),
+            ["db-5d", "db-7f"]
+        );
+        assert_eq!(names(&items(p, "workload-pods.json")), ["db-1", "web-1"]);
+        assert_eq!(names(&items(p, "nodes.json")), ["node-1"]);
+        assert!(file(p, "replicasets.json").is_none());
+        assert!(missing(p).is_empty(), "{:?}", missing(p));
+        assert_eq!(m.calls(RSS), 0, "no ReplicaSets for a StatefulSet");
+        assert_eq!(m.calls(CRS), 1);
+        assert_eq!(m.calls(NODE), 1);
+        let q = &m.seen().into_iter().find(|s| s.path == CRS).unwrap().query;
+        assert!(q.contains("labelSelector=app%3Dweb"), "{q}");
+        // Near miss: a forbidden list is missing evidence with the rule.
+        let m = statefulset();
+        m.on(CRS, vec![status(403, "Forbidden")]);
+        let c = collect(&m, "web-1").await.unwrap();
+        let p = &c.pods[0];
+        let miss = missing(p);
+        let e = miss
+            .iter()
+            .find(|x| x.what == "controllerrevisions of statefulset db")
+            .unwrap_or_else(|| panic!("{miss:?}"));
+        assert_eq!(e.why, "forbidden");
+        assert!(
+            e.hint
+                .as_deref()
+                .unwrap_or_default()
+                .starts_with("grant `list` on `controllerrevisions.apps`"),
+            "{e:?}"
+        );
+        assert_eq!(m.calls(CRS), 1, "a 403 is not retried");
+        assert!(file(p, "controllerrevisions.json").is_none());
+        assert_eq!(
+            names(&items(p, "workload-pods.json")).len(),
+            2,
+            "the pods still read"
+        );
+        assert!(!cause(&c).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_404_is_not_found_and_an_absent_owner_means_no_lists() {
+        // The list answers 404 (the namespace went away between reads).
+        let m = statefulset();
+        m.on(CRS, vec![status(404, "NotFound")]);
+        let c = collect(&m, "web-1").await.unwrap();
+        let miss = missing(&c.pods[0]);
+        let e = miss
+            .iter()
+            .find(|x| x.what == "controllerrevisions of statefulset db")
+            .unwrap_or_else(|| panic!("{miss:?}"));
+        assert_eq!((e.why.as_str(), e.hint.as_deref()), ("not found", None));
+        // The StatefulSet itself is gone: nothing to list by.
+        let m = statefulset();
+        m.on(STS, vec![status(404, "NotFound")]);
+        let c = collect(&m, "web-1").await.unwrap();
+        assert_eq!(m.calls(CRS), 0);
+        assert_eq!(m.calls(PODS), 0);
+        assert!(file(&c.pods[0], "workload-pods.json").is_none());
+        // A pod without an owner gets no revision files and no lists.
+        let m = cluster();
+        let mut bare = pod_json("web-1", "uid-1");
+        bare["metadata"]["ownerReferences"] = json!([]);
+        m.on(POD, vec![ok(bare)]);
+        let c = collect(&m, "web-1").await.unwrap();
+        assert_eq!(m.calls(RSS) + m.calls(PODS) + m.calls(CRS), 0);
+        assert!(file(&c.pods[0], "replicasets.json").is_none());
     }
 }

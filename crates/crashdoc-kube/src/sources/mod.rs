@@ -12,14 +12,16 @@ pub mod owner;
 pub mod pod;
 pub mod pvcs;
 pub mod references;
+pub mod revisions;
 pub mod service_account;
 pub mod services;
+pub mod shared;
 
 use crate::CollectOptions;
 use crashdoc_core::ingest::bundle::{BundleFile, Reference};
 use crashdoc_core::model::Missing;
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::Api;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -55,7 +57,7 @@ impl Rule {
 }
 
 /// What a source collected for one pod.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Output {
     pub files: Vec<(BundleFile, Vec<u8>)>,
     /// Entries of `references.json`.
@@ -79,6 +81,11 @@ pub struct Ctx<'a> {
     pub events: Option<&'a [Event]>,
     /// The hosts the pod's logs fail to reach (second wave only).
     pub hosts: &'a [String],
+    /// The pod's files from the waves before this one (the owner chain).
+    pub prior: &'a [(BundleFile, Vec<u8>)],
+    /// What the sources of the collection read once for all (nodes,
+    /// workloads' revisions).
+    pub shared: &'a shared::Shared,
     pub(crate) requests: &'a AtomicU32,
 }
 
@@ -105,6 +112,23 @@ impl Ctx<'_> {
         self.count();
         crate::retry::read(3, || api.get(name)).await
     }
+
+    /// A node (cluster-scoped), read at most once per collection,
+    /// managedFields stripped.
+    pub async fn node(&self, name: &str) -> shared::NodeRead {
+        self.shared
+            .node(name, || async {
+                let api: Api<Node> = Api::all(self.client.clone());
+                match self.get(&api, name).await {
+                    Ok(mut n) => {
+                        n.metadata.managed_fields = None;
+                        Ok(std::sync::Arc::new(n))
+                    }
+                    Err(e) => Err(std::sync::Arc::new(e)),
+                }
+            })
+            .await
+    }
 }
 
 /// A kind of evidence.
@@ -130,8 +154,9 @@ pub static FIRST_WAVE: &[&dyn Source] = &[
     &metrics::Metrics,
 ];
 
-/// The second wave: it needs the first wave's logs.
-pub static SECOND_WAVE: &[&dyn Source] = &[&services::Services];
+/// The second wave: it needs the first wave's logs (Services) and owner
+/// chain (revisions).
+pub static SECOND_WAVE: &[&dyn Source] = &[&services::Services, &revisions::Revisions];
 
 /// Requests made before the sources run: resolving a target to its pods,
 /// and `scan`'s listing of pods and events.

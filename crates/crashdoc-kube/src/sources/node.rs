@@ -1,10 +1,9 @@
-//! The node the pod runs on (cluster-scoped).
+//! The node the pod runs on (cluster-scoped), read once per collection
+//! (see [`super::shared`]).
 
 use super::{Ctx, Output, Rule, Source, json, missing};
 use crashdoc_core::ingest::bundle::BundleFile;
 use futures::future::BoxFuture;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::Api;
 
 pub struct NodeSource;
 
@@ -23,12 +22,8 @@ impl Source for NodeSource {
             let Some(n) = cx.pod.spec.as_ref().and_then(|s| s.node_name.clone()) else {
                 return out;
             };
-            let api: Api<Node> = Api::all(cx.client.clone());
-            match cx.get(&api, &n).await {
-                Ok(mut node) => {
-                    node.metadata.managed_fields = None;
-                    out.files.push((BundleFile::Node, json(&node)));
-                }
+            match cx.node(&n).await {
+                Ok(node) => out.files.push((BundleFile::Node, json(&*node))),
                 Err(e) => out.missing.push(missing("node", &e, "get", &RBAC[0])),
             }
             out

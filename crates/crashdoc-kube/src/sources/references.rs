@@ -6,6 +6,7 @@ use crashdoc_core::ingest::bundle::{Reference, ReferenceKind};
 use crashdoc_core::model::Missing;
 use futures::future::{BoxFuture, join_all};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +18,27 @@ static RBAC: &[Rule] = &[
 ];
 
 type Keys = BTreeMap<String, Option<u64>>;
+
+/// What is kept of a ConfigMap or Secret: key names and sizes, and when it
+/// last changed.
+type Read = (Keys, Option<String>);
+
+/// When an object last changed: the newest `metadata.managedFields[].time`
+/// (every apply, update or patch records its time there), else its
+/// `creationTimestamp`; RFC 3339 as the API server writes it.
+pub fn changed(meta: &ObjectMeta) -> Option<String> {
+    let newest = meta
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.time.as_ref())
+        .max()
+        .or(meta.creation_timestamp.as_ref())?;
+    serde_json::to_value(newest)
+        .ok()?
+        .as_str()
+        .map(str::to_string)
+}
 
 /// ConfigMaps and Secrets the pod references (env, envFrom, volumes, projected).
 pub fn referenced_objects(pod: &Pod) -> (BTreeSet<String>, BTreeSet<String>) {
@@ -69,7 +91,7 @@ pub fn referenced_objects(pod: &Pod) -> (BTreeSet<String>, BTreeSet<String>) {
     (cms, secrets)
 }
 
-fn config_map_keys(cm: ConfigMap) -> Keys {
+fn config_map_keys(cm: ConfigMap) -> Read {
     let mut keys: Keys = cm
         .data
         .iter()
@@ -82,11 +104,11 @@ fn config_map_keys(cm: ConfigMap) -> Keys {
             .flatten()
             .map(|(k, v)| (k.clone(), Some(v.0.len() as u64))),
     );
-    keys
+    (keys, changed(&cm.metadata))
 }
 
 /// Key names and sizes; the Secret (and its values) is dropped on return.
-fn secret_keys(s: Secret) -> Keys {
+fn secret_keys(s: Secret) -> Read {
     let mut keys: Keys = s
         .data
         .iter()
@@ -99,7 +121,7 @@ fn secret_keys(s: Secret) -> Keys {
             .flatten()
             .map(|(k, v)| (k.clone(), Some(v.len() as u64))),
     );
-    keys
+    (keys, changed(&s.metadata))
 }
 
 fn record(
@@ -107,15 +129,15 @@ fn record(
     kind: ReferenceKind,
     rule: &Rule,
     name: String,
-    r: Result<Keys, kube::Error>,
+    r: Result<Read, kube::Error>,
 ) {
-    let (exists, keys) = match r {
-        Ok(keys) => (Some(true), keys),
-        Err(e) if not_found(&e) => (Some(false), BTreeMap::new()),
+    let (exists, keys, changed) = match r {
+        Ok((keys, changed)) => (Some(true), keys, changed),
+        Err(e) if not_found(&e) => (Some(false), BTreeMap::new(), None),
         Err(e) => {
             let what = format!("{} {name}", kind.as_str().to_ascii_lowercase());
             out.missing.push(missing(what, &e, "get", rule));
-            (None, BTreeMap::new())
+            (None, BTreeMap::new(), None)
         }
     };
     out.references.push(Reference {
@@ -123,7 +145,7 @@ fn record(
         name,
         exists,
         keys,
-        changed: None,
+        changed,
     });
 }
 
@@ -168,5 +190,45 @@ impl Source for References {
             }
             out
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(v: serde_json::Value) -> ObjectMeta {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn changed_is_the_newest_managed_fields_time() {
+        let m = meta(serde_json::json!({
+            "creationTimestamp": "2026-11-01T10:00:00Z",
+            "managedFields": [
+                {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-11-01T10:00:00Z"},
+                {"manager": "kubectl-edit", "operation": "Update", "time": "2026-11-30T08:15:02Z"},
+                {"manager": "helm", "operation": "Update", "time": "2026-11-20T00:00:00Z"}
+            ]
+        }));
+        assert_eq!(changed(&m).as_deref(), Some("2026-11-30T08:15:02Z"));
+        // Near misses: no managedFields (stripped, or an old object) falls
+        // back to the creation; nothing at all is unknown.
+        let m = meta(serde_json::json!({"creationTimestamp": "2026-11-01T10:00:00Z"}));
+        assert_eq!(changed(&m).as_deref(), Some("2026-11-01T10:00:00Z"));
+        assert_eq!(changed(&ObjectMeta::default()), None);
+    }
+
+    #[test]
+    fn a_secret_keeps_key_names_and_its_change_time_only() {
+        let s: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "s", "managedFields": [{"manager": "m", "operation": "Update",
+                "time": "2026-12-01T09:00:00Z"}]},
+            "data": {"token": "c2VjcmV0LXZhbHVl"}
+        }))
+        .unwrap();
+        let (keys, when) = secret_keys(s);
+        assert_eq!(keys.get("token"), Some(&Some(12)));
+        assert_eq!(when.as_deref(), Some("2026-12-01T09:00:00Z"));
     }
 }

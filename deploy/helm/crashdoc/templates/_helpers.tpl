@@ -111,9 +111,10 @@ the collector reads. Shared by the ClusterRole (all namespaces) and the Role
   resources: ["events"]
   verbs: ["get", "list", "watch"]
 # The owner chain (Pod -> ReplicaSet -> Deployment, StatefulSet, DaemonSet,
-# Job -> CronJob): owner names in the metrics, rollout context in diagnoses.
+# Job -> CronJob): owner names in the metrics, rollout context in diagnoses;
+# a workload's revisions (ReplicaSets, ControllerRevisions) for "what changed".
 - apiGroups: ["apps"]
-  resources: ["replicasets", "deployments", "statefulsets", "daemonsets"]
+  resources: ["replicasets", "deployments", "statefulsets", "daemonsets", "controllerrevisions"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["batch"]
   resources: ["jobs", "cronjobs"]
