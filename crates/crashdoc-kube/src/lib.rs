@@ -6,7 +6,9 @@
 //! only to count their keys' sizes and are dropped at once; they never reach
 //! a bundle, the output or a log line.
 
+mod cluster;
 pub mod collect;
+pub mod manifests;
 pub mod retry;
 pub mod scan;
 pub mod sources;
@@ -14,6 +16,7 @@ mod target;
 pub mod verify;
 pub mod workload;
 
+pub use cluster::Cluster;
 pub use collect::{CollectOptions, Collection, Collector, selector_string, unhealthy};
 pub use sources::references::referenced_objects;
 pub use target::{Target, TargetKind};
@@ -30,6 +33,12 @@ pub enum KubeError {
         verb: String,
         resource: String,
         namespace: String,
+    },
+    #[error("cannot list {what}")]
+    List {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
     },
     #[error("request to the API server failed: {0}")]
     Api(#[source] kube::Error),
@@ -50,6 +59,8 @@ impl crashdoc_core::Hint for KubeError {
             KubeError::Forbidden { verb, resource, namespace } => format!(
                 "grant the user `{verb}` on `{resource}` in {namespace} (a Role with verbs [get, list, watch] is all crashdoc needs)"
             ).into(),
+            // Said as it always was: the API server's error is the cause.
+            KubeError::List { .. } => return None,
             KubeError::Api(_) => "check that the API server is reachable (`kubectl get --raw /readyz`)".into(),
             KubeError::Target(_) => "targets look like NAME, pod/NAME, deploy/NAME, sts/NAME, ds/NAME or job/NAME".into(),
             KubeError::NoFailingPod { namespace, .. } => format!("name one of its pods to diagnose it anyway (`kubectl get pods -n {namespace}`), or `crashdoc scan -n {namespace}` for every unhealthy pod").into(),

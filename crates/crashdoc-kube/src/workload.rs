@@ -310,6 +310,21 @@ pub fn table(groups: &[WorkloadGroup], wide: bool) -> String {
     out
 }
 
+/// `scan`'s text output: the table of [`group`]s and a summary line, or
+/// the line saying no pod is unhealthy.
+pub fn text(report: &Report, pods: &[PodFiles], total: usize, wide: bool) -> String {
+    if report.pods.is_empty() {
+        return format!("scanned {total} pods: none is unhealthy\n");
+    }
+    let groups = group(report, pods);
+    format!(
+        "{}\nscanned {total} pods, {} unhealthy in {} workloads; `crashdoc diagnose WORKLOAD -n NS` for one in full, `--format json` for all\n",
+        table(&groups, wide),
+        report.pods.len(),
+        groups.len()
+    )
+}
+
 /// `scan --format json`: each `pods[]` entry gains `workload`
 /// (`Deployment/web`), nothing else changes.
 pub fn annotate(v: &mut serde_json::Value, report: &Report, pods: &[PodFiles]) {
@@ -687,5 +702,27 @@ mod tests {
         assert!(wl[0].contains("CONTAINER") && wl[0].contains("EXIT"), "{w}");
         assert!(wl[1].contains("server") && wl[1].contains("137"), "{w}");
         assert!(wl[2].contains(" -  "), "{w}");
+    }
+
+    #[test]
+    fn text_is_the_table_and_a_summary_or_says_none_is_unhealthy() {
+        let pods = three_pods();
+        let report = live(&pods);
+        let t = text(&report, &pods, 7, false);
+        let groups = group(&report, &pods);
+        assert_eq!(
+            t,
+            format!(
+                "{}\nscanned 7 pods, {} unhealthy in {} workloads; `crashdoc diagnose WORKLOAD -n NS` for one in full, `--format json` for all\n",
+                table(&groups, false),
+                report.pods.len(),
+                groups.len()
+            )
+        );
+        let none = live(&[]);
+        assert_eq!(
+            text(&none, &[], 7, true),
+            "scanned 7 pods: none is unhealthy\n"
+        );
     }
 }

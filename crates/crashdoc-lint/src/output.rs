@@ -212,6 +212,20 @@ pub fn explain(c: &Check) -> String {
     out
 }
 
+/// The lint checks that prevent a cause, appended to `crashdoc explain
+/// CAUSE`: empty when none does.
+pub fn preventing(cause: crashdoc_core::Cause) -> String {
+    let list: Vec<_> = ALL.iter().filter(|c| c.cause == cause).collect();
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\nLint checks that catch it before it ships (`crashdoc lint`):\n");
+    for c in list {
+        let _ = writeln!(s, "  {:48} {}", c.id, c.severity.word());
+    }
+    s
+}
+
 /// `crashdoc lint --list`.
 pub fn list() -> String {
     let mut out = String::new();
@@ -226,4 +240,20 @@ pub fn list() -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod preventing_tests {
+    use super::*;
+
+    #[test]
+    fn preventing_lists_the_checks_of_the_cause_and_no_other() {
+        let cause = ALL[0].cause;
+        let text = preventing(cause);
+        assert!(text.starts_with("\nLint checks that catch it"), "{text}");
+        for c in ALL {
+            let line = format!("  {:48} {}", c.id, c.severity.word());
+            assert_eq!(text.contains(&line), c.cause == cause, "{}: {text}", c.id);
+        }
+    }
 }

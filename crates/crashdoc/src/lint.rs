@@ -103,29 +103,16 @@ pub struct LintArgs {
     list: bool,
 }
 
-/// Remove what lint never reads and nobody should print: managed fields,
-/// status, the last-applied annotation (it may hold a whole Secret).
-fn trim(mut v: serde_json::Value) -> serde_json::Value {
-    if let Some(m) = v.as_object_mut() {
-        m.remove("status");
-    }
-    if let Some(meta) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-        meta.remove("managedFields");
-        if let Some(a) = meta.get_mut("annotations").and_then(|a| a.as_object_mut()) {
-            a.remove("kubectl.kubernetes.io/last-applied-configuration");
-        }
-    }
-    v
-}
-
 /// `--live`: the workloads, ConfigMaps and Secrets (key names only) of the
-/// namespace (or all), read with list requests only.
+/// namespace (or all), listed by crashdoc_kube::manifests.
 async fn read_live(a: &LintArgs, want_nodes: bool) -> anyhow::Result<(Input, Option<Capacity>)> {
-    use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
-    use kube::api::{Api, ListParams};
-    let (client, default_ns) =
-        crashdoc_kube::client(a.kubeconfig.as_deref(), a.context.as_deref()).await?;
-    let ns = a.namespace.clone().unwrap_or(default_ns);
+    let cluster = crashdoc_kube::Cluster::connect(
+        a.kubeconfig.as_deref(),
+        a.context.as_deref(),
+        a.namespace.as_deref(),
+    )
+    .await?;
+    let ns = cluster.namespace().to_string();
     let target = a.paths.first().map(|p| p.display().to_string());
     let (tkind, tname) = match target.as_deref().and_then(|t| t.split_once('/')) {
         Some((k, n)) => {
@@ -145,42 +132,14 @@ async fn read_live(a: &LintArgs, want_nodes: bool) -> anyhow::Result<(Input, Opt
         None if target.is_some() => (Some("Pod"), target.clone()),
         None => (None, None),
     };
-    macro_rules! list {
-        ($t:ty) => {{
-            let api: Api<$t> = if a.all_namespaces {
-                Api::all(client.clone())
-            } else {
-                Api::namespaced(client.clone(), &ns)
-            };
-            async move { api.list(&ListParams::default()).await }
-        }};
-    }
-    let lp_err = |what: &'static str| {
-        move |e: kube::Error| anyhow::Error::new(e).context(format!("cannot list {what}"))
-    };
-    let nodes = async {
-        if want_nodes {
-            let api: Api<core::Node> = Api::all(client.clone());
-            Some(api.list(&ListParams::default()).await)
-        } else {
-            None
-        }
-    };
-    let (deps, stss, dss, jobs, cjs, pods, cms, secrets, pvcs, nodes) = futures::join!(
-        list!(apps::Deployment),
-        list!(apps::StatefulSet),
-        list!(apps::DaemonSet),
-        list!(batch::Job),
-        list!(batch::CronJob),
-        list!(core::Pod),
-        list!(core::ConfigMap),
-        list!(core::Secret),
-        list!(core::PersistentVolumeClaim),
-        nodes,
-    );
+    let listed = crashdoc_kube::manifests::list(
+        cluster.client(),
+        (!a.all_namespaces).then_some(ns.as_str()),
+        want_nodes,
+    )
+    .await?;
     let mut input = Input::default();
-    let mut add = |kind: &str, v: serde_json::Value| {
-        let v = trim(v);
+    for (kind, mut v) in listed.objects {
         let name = v
             .pointer("/metadata/name")
             .and_then(|n| n.as_str())
@@ -195,80 +154,22 @@ async fn read_live(a: &LintArgs, want_nodes: bool) -> anyhow::Result<(Input, Opt
             && !matches!(kind, "ConfigMap" | "Secret" | "PersistentVolumeClaim")
             && (k != kind || n != &name)
         {
-            return;
-        }
-        let mut v = v;
-        v["kind"] = kind.into();
-        input.add_object_value(&format!("live:{ns}/{kind}/{name}"), v);
-    };
-    macro_rules! each {
-        ($r:expr, $kind:literal, $what:literal) => {
-            for o in $r.map_err(lp_err($what))?.items {
-                add($kind, serde_json::to_value(&o)?);
-            }
-        };
-    }
-    each!(deps, "Deployment", "deployments");
-    each!(stss, "StatefulSet", "statefulsets");
-    each!(dss, "DaemonSet", "daemonsets");
-    each!(jobs, "Job", "jobs");
-    each!(cjs, "CronJob", "cronjobs");
-    // Pods a controller owns are linted through their workload.
-    for p in pods.map_err(lp_err("pods"))?.items {
-        if p.metadata
-            .owner_references
-            .as_ref()
-            .is_some_and(|o| !o.is_empty())
-        {
             continue;
         }
-        add("Pod", serde_json::to_value(&p)?);
+        v["kind"] = kind.into();
+        input.add_object_value(&format!("live:{ns}/{kind}/{name}"), v);
     }
-    each!(cms, "ConfigMap", "configmaps");
-    // Claims only size the model caches (resources/model-cache-pvc-too-small):
-    // one the credentials may not list leaves that check out, not the lint.
-    match pvcs {
-        Ok(list) => {
-            for o in list.items {
-                add("PersistentVolumeClaim", serde_json::to_value(&o)?);
-            }
-        }
-        Err(e) => {
-            let _ = writeln!(
-                anstream::stderr(),
-                "note: cannot list persistentvolumeclaims ({e}): model caches on claims are not sized"
-            );
-        }
-    }
-    // Secrets: the key names only; the values are dropped here, before anything else sees them.
-    for s in secrets.map_err(lp_err("secrets"))?.items {
-        let mut keys = serde_json::Map::new();
-        for k in s
-            .data
-            .iter()
-            .flatten()
-            .map(|(k, _)| k)
-            .chain(s.string_data.iter().flatten().map(|(k, _)| k))
-        {
-            keys.insert(k.clone(), serde_json::Value::Null);
-        }
-        add(
-            "Secret",
-            serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": s.metadata.name, "namespace": s.metadata.namespace}, "data": keys}),
+    if let Some(e) = &listed.pvcs_error {
+        let _ = writeln!(
+            anstream::stderr(),
+            "note: cannot list persistentvolumeclaims ({e}): model caches on claims are not sized"
         );
     }
     // Rollout capacity from the nodes' allocatable; without it the rollout
     // checks do not run, which is said rather than failing the lint.
-    let capacity = match nodes {
+    let capacity = match listed.nodes {
         None => None,
-        Some(Ok(list)) => {
-            let nodes: Vec<serde_json::Value> = list
-                .items
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<_, _>>()?;
-            Some(Capacity::from_nodes(&nodes))
-        }
+        Some(Ok(nodes)) => Some(Capacity::from_nodes(&nodes)),
         Some(Err(e)) => {
             let _ = writeln!(
                 anstream::stderr(),
@@ -457,16 +358,5 @@ pub fn explain(id: &str) -> Option<String> {
 
 /// The lint checks that prevent a cause, appended to `crashdoc explain CAUSE`.
 pub fn preventing(cause: crashdoc_core::Cause) -> String {
-    let list: Vec<_> = crashdoc_lint::checks::ALL
-        .iter()
-        .filter(|c| c.cause == cause)
-        .collect();
-    if list.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from("\nLint checks that catch it before it ships (`crashdoc lint`):\n");
-    for c in list {
-        s.push_str(&format!("  {:48} {}\n", c.id, c.severity.word()));
-    }
-    s
+    output::preventing(cause)
 }

@@ -33,10 +33,13 @@ pub struct ClusterArgs {
 }
 
 impl ClusterArgs {
-    async fn connect(&self) -> anyhow::Result<(kube::Client, String)> {
-        let (client, default_ns) =
-            crashdoc_kube::client(self.kubeconfig.as_deref(), self.context.as_deref()).await?;
-        Ok((client, self.namespace.clone().unwrap_or(default_ns)))
+    async fn connect(&self) -> anyhow::Result<crashdoc_kube::Cluster> {
+        Ok(crashdoc_kube::Cluster::connect(
+            self.kubeconfig.as_deref(),
+            self.context.as_deref(),
+            self.namespace.as_deref(),
+        )
+        .await?)
     }
 
     pub(crate) fn options(&self) -> CollectOptions {
@@ -67,9 +70,15 @@ async fn collect_target(
     verbose: bool,
 ) -> anyhow::Result<crashdoc_kube::Collection> {
     let target: Target = target.parse()?;
-    let (client, ns) = args.connect().await?;
+    let cluster = args.connect().await?;
     let started = Instant::now();
-    let c = crashdoc_kube::scan::collect_target(client, &ns, args.options(), &target).await?;
+    let c = crashdoc_kube::scan::collect_target(
+        cluster.client().clone(),
+        cluster.namespace(),
+        args.options(),
+        &target,
+    )
+    .await?;
     if verbose {
         eprintln!(
             "collected {} pod(s) with {} API requests in {} sequential waves in {} ms",
@@ -148,7 +157,7 @@ pub async fn scan(
     wide: bool,
     verbose: bool,
 ) -> anyhow::Result<()> {
-    let (client, ns) = args.connect().await?;
+    let cluster = args.connect().await?;
     let started = Instant::now();
     let bar = if std::io::stderr().is_terminal() && format == crate::Format::Text {
         let b = indicatif::ProgressBar::new(0);
@@ -163,8 +172,8 @@ pub async fn scan(
         indicatif::ProgressBar::hidden()
     };
     let scanned = crashdoc_kube::scan::scan(
-        client,
-        &ns,
+        cluster.client().clone(),
+        cluster.namespace(),
         all_namespaces,
         args.options(),
         concurrency,
@@ -194,23 +203,12 @@ pub async fn scan(
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         crate::Format::Markdown => print!("{}", render::markdown(&report)),
-        crate::Format::Text => print_groups(&report, &files, total, wide),
+        crate::Format::Text => print!(
+            "{}",
+            crashdoc_kube::workload::text(&report, &files, total, wide)
+        ),
     }
     Ok(())
-}
-
-fn print_groups(report: &diagnose::Report, files: &[PodFiles], total: usize, wide: bool) {
-    if report.pods.is_empty() {
-        println!("scanned {total} pods: none is unhealthy");
-        return;
-    }
-    let groups = crashdoc_kube::workload::group(report, files);
-    print!("{}", crashdoc_kube::workload::table(&groups, wide));
-    println!(
-        "\nscanned {total} pods, {} unhealthy in {} workloads; `crashdoc diagnose WORKLOAD -n NS` for one in full, `--format json` for all",
-        report.pods.len(),
-        groups.len()
-    );
 }
 
 /// `verify deploy/NAME`: true when the rollout held.
@@ -227,8 +225,9 @@ pub async fn verify(
             "verify takes deploy/NAME".into()
         ));
     }
-    let (client, ns) = args.connect().await?;
-    let collector = Collector::new(client.clone(), ns.clone(), args.options());
+    let cluster = args.connect().await?;
+    let (client, ns) = (cluster.client(), cluster.namespace());
+    let collector = Collector::new(client.clone(), ns, args.options());
     let say = |m: &str| eprintln!("{m}");
     let opts = crashdoc_kube::verify::VerifyOptions {
         stable,
@@ -236,7 +235,7 @@ pub async fn verify(
         poll: std::time::Duration::from_secs(2),
     };
     let verdict =
-        crashdoc_kube::verify::verify_deployment(&client, &ns, &target.name, opts, &say).await?;
+        crashdoc_kube::verify::verify_deployment(client, ns, &target.name, opts, &say).await?;
     use crashdoc_kube::verify::Verdict;
     let (reason, failing) = match verdict {
         Verdict::Held { pods, waited } => {
