@@ -234,7 +234,7 @@ pub async fn scan(
     Ok(())
 }
 
-/// `verify deploy/NAME`: true when the rollout held.
+/// `verify deploy/NAME|sts/NAME|ds/NAME`: true when the rollout held.
 pub async fn verify(
     args: ClusterArgs,
     target: String,
@@ -242,12 +242,17 @@ pub async fn verify(
     timeout: std::time::Duration,
     format: crate::Format,
 ) -> anyhow::Result<bool> {
+    use crashdoc_kube::TargetKind;
+    use crashdoc_kube::verify::{Kind, Verdict};
     let target: Target = target.parse()?;
-    if target.kind != crashdoc_kube::TargetKind::Deployment {
-        anyhow::bail!(crashdoc_kube::KubeError::Target(
-            "verify takes deploy/NAME".into()
-        ));
-    }
+    let kind = match target.kind {
+        TargetKind::Deployment => Kind::Deployment,
+        TargetKind::StatefulSet => Kind::StatefulSet,
+        TargetKind::DaemonSet => Kind::DaemonSet,
+        _ => anyhow::bail!(crashdoc_kube::KubeError::Target(
+            "verify takes deploy/NAME, sts/NAME or ds/NAME".into()
+        )),
+    };
     let cluster = args.connect().await?;
     let (client, ns) = (cluster.client(), cluster.namespace());
     let collector = Collector::new(client.clone(), ns, args.options());
@@ -257,21 +262,22 @@ pub async fn verify(
         timeout,
         poll: std::time::Duration::from_secs(2),
     };
-    let verdict =
-        crashdoc_kube::verify::verify_deployment(client, ns, &target.name, opts, &say).await?;
-    use crashdoc_kube::verify::Verdict;
-    let (reason, failing) = match verdict {
+    let v = crashdoc_kube::verify::verify(client, ns, kind, &target.name, opts, &say).await?;
+    let (reason, failing) = match v.verdict {
         Verdict::Held { pods, waited } => {
             eprintln!(
-                "verified: deploy/{} rolled out and its {pods} new pod(s) held for {}s ({}s in all)",
+                "verified: {}/{} rolled out and its {pods} new pod(s) held for {}s ({}s in all)",
+                kind.short(),
                 target.name,
                 stable.as_secs(),
                 waited.as_secs()
             );
+            eprintln!("{}", v.revisions.line());
             if format == crate::Format::Json {
                 println!(
                     "{}",
-                    serde_json::json!({"schema": "crashdoc/v1", "verified": true, "pods": []})
+                    serde_json::json!({"schema": "crashdoc/v1", "verified": true, "pods": [],
+                        "revisions": v.revisions.json()})
                 );
             }
             return Ok(true);
@@ -282,15 +288,18 @@ pub async fn verify(
         Verdict::Unstable { reason, failing } => (format!("not stable: {reason}"), failing),
     };
     eprintln!("verify failed: {reason}");
+    eprintln!("{}", v.revisions.line());
     if failing.is_empty() {
         return Ok(false);
     }
+    let revisions = v.revisions.json();
     let c = collector.collect(failing).await;
     let report = diagnose::diagnose_all(&bundle::read_memory(&c.pods));
     if format == crate::Format::Json {
         let mut v = serde_json::to_value(&report)?;
         v["verified"] = serde_json::json!(false);
         v["reason"] = serde_json::json!(reason);
+        v["revisions"] = revisions;
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         output(&report, format, std::io::stdout().is_terminal())?;

@@ -76,10 +76,10 @@ enum Command {
         #[arg(short = 'o', long, value_enum)]
         output: Option<live::ScanOutput>,
     },
-    /// After a fix: wait for a Deployment's rollout, then watch its new pods for a stable window.
+    /// After a fix: wait for a Deployment's, StatefulSet's or DaemonSet's rollout, then watch its new pods for a stable window.
     #[command(long_about = VERIFY_HELP)]
     Verify {
-        /// deploy/NAME
+        /// deploy/NAME, sts/NAME or ds/NAME
         target: String,
         #[command(flatten)]
         cluster: live::ClusterArgs,
@@ -245,8 +245,17 @@ diagnosis still comes and names what it could not read and the RBAC rule that
 would let it.";
 
 const VERIFY_HELP: &str =
-    "Wait for a Deployment's rollout as the deployment controller reports it, then
-watch the restart counts, readiness and terminations of the new pods for the stable window.
+    "Wait for a rollout as its controller reports it, then watch the restart counts,
+readiness and terminations of the new pods for the stable window.
+
+TARGET is deploy/NAME, sts/NAME or ds/NAME. The rollout is complete when kubectl's
+`rollout status` would say so (a Deployment: every replica updated and available, no old
+one left, or its progress deadline exceeded; a StatefulSet: every replica ready and the
+replicas above the partition updated; a DaemonSet: every scheduled pod updated and
+available). The new pods are the new ReplicaSet's, or those whose controller-revision-hash
+is the new revision's. The result says the new revision's restarts against the old
+revision's pods, as last seen. RollingUpdate only: an OnDelete StatefulSet or DaemonSet is
+refused.
 
 Exit status: 0 when the rollout completed and held; 1 when it did not (the failing pod is
 diagnosed on stdout); 2 for unusable arguments or when the cluster cannot be read.

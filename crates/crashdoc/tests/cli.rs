@@ -235,6 +235,27 @@ fn help_teaches() {
 }
 
 #[test]
+fn verify_takes_the_three_rolled_out_kinds() {
+    let out = crashdoc(&["verify", "--help"], None);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("deploy/NAME, sts/NAME or ds/NAME") && s.contains("controller-revision-hash"),
+        "{s}"
+    );
+    // Other kinds are refused before any cluster is read (no kubeconfig here).
+    let out = crashdoc(
+        &["verify", "job/train", "--kubeconfig", "/nonexistent"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("verify takes deploy/NAME, sts/NAME or ds/NAME"),
+        "{err}"
+    );
+}
+
+#[test]
 fn cluster_info_dump_tree() {
     let dir = temp_dir("dump");
     std::fs::write(
