@@ -4,13 +4,22 @@
 //! failing revision and the last healthy one among a workload's ReplicaSets.
 //!
 //! Pure: the templates and ReplicaSets come in as parsed JSON/YAML values
-//! (`kubectl get ... -o json|yaml`), nothing is read here. Not yet wired into
-//! the diagnosis or the renderers.
+//! (`kubectl get ... -o json|yaml`), nothing is read here. [`analyze`]
+//! (in `changes/analysis.rs`) joins the revisions, config change times,
+//! nodes and first crashes into each pod's `changes` report.
 //!
 //! Secrets: an env `value` is shown only when its variable's name cannot
 //! name a secret (`*KEY*`, `*TOKEN*`, `*PASSWORD*`, `*SECRET*`, ...) and then
 //! through [`crate::redact::redact`]; otherwise the change says only that the
 //! value changed.
+
+pub mod analysis;
+pub mod config;
+pub mod nodes;
+pub mod pods;
+pub mod revisions;
+
+pub use analysis::{ChangesReport, Verdict, analyze};
 
 use crate::redact::redact;
 use serde::Serialize;

@@ -56,6 +56,10 @@ pub struct PodReport {
     /// Startup timeline of model servers, per log.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<RunTimeline>,
+    /// What changed from the last healthy revision to the failing one
+    /// (issue 11); absent when the input has nothing to compare.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<crate::changes::ChangesReport>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -225,6 +229,10 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     if let Some(c) = compare_runs(&timeline) {
         notes.push(c);
     }
+    let changes = crate::changes::analyze(pod);
+    if let (Some(ch), Some(top)) = (&changes, diagnoses.first_mut()) {
+        apply_changes(top, ch);
+    }
     PodReport {
         namespace: pod.namespace.clone(),
         name: pod.name.clone(),
@@ -232,6 +240,7 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
         diagnoses,
         missing,
         timeline,
+        changes,
         notes,
         sources: {
             let mut s = pod.sources.clone();
@@ -245,6 +254,48 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
             .max()
             .unwrap_or(0)
             .max(pod.listed_restarts.unwrap_or(0)),
+    }
+}
+
+/// The top diagnosis names the rollback only when a template change
+/// coincides with the first crash, and says which; otherwise it says that
+/// no change since the last healthy revision explains the crash.
+fn apply_changes(top: &mut Diagnosis, ch: &crate::changes::ChangesReport) {
+    use crate::changes::Verdict;
+    let healthy = ch
+        .revisions
+        .last_healthy
+        .as_ref()
+        .map(|h| match h.number {
+            Some(n) => format!("revision {n}"),
+            None => format!("template {}", h.name),
+        })
+        .unwrap_or_else(|| "the last healthy revision".into());
+    let failing = match ch.revisions.failing.number {
+        Some(n) => format!("revision {n}"),
+        None => format!("template {}", ch.revisions.failing.name),
+    };
+    match ch.verdict {
+        Verdict::Coincides => {
+            let which = ch.coinciding.join("; ");
+            match &ch.undo {
+                Some(undo) => {
+                    top.fix.push(format!(
+                        "roll back to {healthy} while fixing: {failing} changed {which}, which coincides with the first crash (`{undo}`)"
+                    ));
+                    if !top.commands.contains(undo) {
+                        top.commands.insert(0, undo.clone());
+                    }
+                }
+                None => top.reasoning.push(format!(
+                    "changed since {healthy} and before the first crash: {which}"
+                )),
+            }
+        }
+        Verdict::NothingExplains => top.reasoning.push(format!(
+            "no change since {healthy} explains it: the template diff to {failing}, the referenced config objects and the nodes were compared"
+        )),
+        Verdict::NoComparison => {}
     }
 }
 

@@ -9,7 +9,12 @@ use std::path::Path;
 
 /// Whether a folder looks like a cluster-info dump.
 pub fn is_dump(path: &Path) -> bool {
-    if path.join("nodes.json").is_file() {
+    // A dump's top-level nodes.json; but a pod's folder may hold the nodes
+    // of its workload's pods (a bundle's `nodes.json`) beside `pod.json`.
+    let pod_folder = ["pod.json", "pod.yaml", "pod.yml", "workload-pods.json"]
+        .iter()
+        .any(|f| path.join(f).is_file());
+    if path.join("nodes.json").is_file() && !pod_folder {
         return true;
     }
     std::fs::read_dir(path)

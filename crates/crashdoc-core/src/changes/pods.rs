@@ -1,0 +1,291 @@
+//! Pods of the workload: which ran healthy, which crash, and when each
+//! first crashed (from `status.containerStatuses[]` and BackOff events).
+//!
+//! Fields (kubernetes v1.36.3 staging/src/k8s.io/api/core/v1/types.go):
+//! `restartCount`, `lastState.terminated.finishedAt`, `state.running.startedAt`,
+//! `state.waiting.reason`, `ready`; the pod's `Ready` condition. The
+//! kubelet's `BackOff` event ("Back-off restarting failed container",
+//! pkg/kubelet/events/event.go `BackOffStartContainer`) carries
+//! `firstTimestamp` (or `eventTime`).
+
+use crate::ingest::rollout::{Sourced, TimedEvent};
+use crate::model::{Cite, SourceKind};
+use crate::time::parse_timestamp;
+use serde::Serialize;
+use serde_json::Value;
+
+/// A run that lasted this long without a restart counts as healthy.
+pub const HEALTHY_FOR_SECONDS: i64 = 600;
+
+/// What one pod tells the comparison.
+#[derive(Debug, Clone)]
+pub struct PodFacts<'a> {
+    pub source: &'a Sourced,
+    pub name: String,
+    pub node: Option<String>,
+    pub restarts: u64,
+    pub ready: bool,
+    /// Waiting in CrashLoopBackOff, or restarted after a terminated run.
+    pub crashing: bool,
+    /// The start of the current run of its least stable container.
+    pub running_since: Option<i64>,
+}
+
+impl<'a> PodFacts<'a> {
+    pub fn of(source: &'a Sourced) -> PodFacts<'a> {
+        let v = &source.value;
+        let statuses: Vec<&Value> = v
+            .pointer("/status/containerStatuses")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().collect())
+            .unwrap_or_default();
+        let restarts = statuses
+            .iter()
+            .filter_map(|c| c.get("restartCount").and_then(Value::as_u64))
+            .max()
+            .unwrap_or(0);
+        let waiting_crash = statuses.iter().any(|c| {
+            c.pointer("/state/waiting/reason").and_then(Value::as_str) == Some("CrashLoopBackOff")
+        });
+        let terminated_before = statuses
+            .iter()
+            .any(|c| c.pointer("/lastState/terminated").is_some());
+        let ready_condition = v
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+            })
+            .and_then(|c| c.get("status").and_then(Value::as_str))
+            .map(|s| s == "True");
+        let all_ready = !statuses.is_empty()
+            && statuses
+                .iter()
+                .all(|c| c.get("ready").and_then(Value::as_bool) == Some(true));
+        let running_since = statuses
+            .iter()
+            .filter_map(|c| {
+                c.pointer("/state/running/startedAt")
+                    .and_then(Value::as_str)
+            })
+            .filter_map(parse_timestamp)
+            .max();
+        PodFacts {
+            source,
+            name: source.name().to_string(),
+            node: v
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            restarts,
+            ready: ready_condition.unwrap_or(all_ready) && all_ready,
+            crashing: waiting_crash || (restarts > 0 && terminated_before && !all_ready),
+            running_since,
+        }
+    }
+
+    /// Ready, and without a restart for [`HEALTHY_FOR_SECONDS`] before `now`
+    /// (the newest time the input records), or never restarted.
+    pub fn healthy(&self, now: Option<i64>) -> bool {
+        if !self.ready || self.crashing {
+            return false;
+        }
+        if self.restarts == 0 {
+            return true;
+        }
+        match (self.running_since, now) {
+            (Some(s), Some(n)) => n - s >= HEALTHY_FOR_SECONDS,
+            _ => false,
+        }
+    }
+}
+
+/// When a pod first crashed, and how that is known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FirstCrash {
+    pub pod: String,
+    pub node: Option<String>,
+    /// RFC 3339.
+    pub at: String,
+    pub restarts: u64,
+    /// `exact` (the only restart's finishedAt, or the first BackOff event),
+    /// or `no-later-than` (the last of several restarts).
+    pub precision: &'static str,
+    pub cite: Cite,
+}
+
+impl FirstCrash {
+    pub fn secs(&self) -> Option<i64> {
+        parse_timestamp(&self.at)
+    }
+}
+
+/// The earliest crash this pod's status and events tell.
+pub fn first_crash(p: &PodFacts, events: &[TimedEvent]) -> Option<FirstCrash> {
+    let v = &p.source.value;
+    let mut found: Vec<FirstCrash> = Vec::new();
+    let statuses = v
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, c) in statuses.iter().enumerate() {
+        let Some(at) = c
+            .pointer("/lastState/terminated/finishedAt")
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let restarts = c.get("restartCount").and_then(Value::as_u64).unwrap_or(0);
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("?");
+        found.push(FirstCrash {
+            pod: p.name.clone(),
+            node: p.node.clone(),
+            at: at.to_string(),
+            restarts,
+            precision: if restarts <= 1 {
+                "exact"
+            } else {
+                "no-later-than"
+            },
+            cite: p.source.cite(
+                SourceKind::Status,
+                &format!("status.containerStatuses[{i}].lastState.terminated.finishedAt"),
+                format!("{name}: finishedAt {at}, restartCount {restarts}"),
+            ),
+        });
+    }
+    for e in events
+        .iter()
+        .filter(|e| e.object == p.name && e.reason == "BackOff")
+    {
+        if let Some(at) = &e.first {
+            found.push(FirstCrash {
+                pod: p.name.clone(),
+                node: p.node.clone(),
+                at: at.clone(),
+                restarts: p.restarts,
+                precision: "exact",
+                cite: e.cite.clone(),
+            });
+        }
+    }
+    found
+        .into_iter()
+        .filter(|f| f.secs().is_some())
+        .min_by_key(|f| (f.secs(), f.precision != "exact"))
+}
+
+/// The newest time anywhere in these pods' status: a stand-in for when the
+/// input was captured.
+pub fn newest_time(pods: &[PodFacts], events: &[TimedEvent]) -> Option<i64> {
+    let mut best: Option<i64> = None;
+    let mut see = |t: Option<&str>| {
+        if let Some(s) = t.and_then(parse_timestamp) {
+            best = Some(best.map_or(s, |b| b.max(s)));
+        }
+    };
+    for p in pods {
+        let v = &p.source.value;
+        for c in v
+            .pointer("/status/containerStatuses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            for f in [
+                "/state/running/startedAt",
+                "/lastState/terminated/finishedAt",
+                "/state/terminated/finishedAt",
+            ] {
+                see(c.pointer(f).and_then(Value::as_str));
+            }
+        }
+        for c in v
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            see(c.get("lastTransitionTime").and_then(Value::as_str));
+        }
+    }
+    for e in events {
+        see(e.last.as_deref());
+        see(e.first.as_deref());
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sourced(v: Value) -> Sourced {
+        Sourced {
+            file: "workload-pods.json".into(),
+            at: "items[0]".into(),
+            value: v,
+        }
+    }
+
+    #[test]
+    fn health_needs_ready_and_a_quiet_while() {
+        let pod = |ready: bool, restarts: u64, started: &str| {
+            sourced(
+                json!({"metadata":{"name":"web-a"},"spec":{"nodeName":"n1"},"status":{
+                "conditions":[{"type":"Ready","status": if ready {"True"} else {"False"}, "lastTransitionTime":"2026-11-30T12:00:00Z"}],
+                "containerStatuses":[{"name":"app","ready":ready,"restartCount":restarts,
+                    "state":{"running":{"startedAt":started}},
+                    "lastState": if restarts > 0 {json!({"terminated":{"finishedAt":started}})} else {json!({})}}]}}),
+            )
+        };
+        let now = parse_timestamp("2026-11-30T12:00:00Z");
+        let fresh = pod(true, 0, "2026-11-30T11:59:00Z");
+        assert!(PodFacts::of(&fresh).healthy(now));
+        let long = pod(true, 2, "2026-11-30T11:00:00Z");
+        assert!(PodFacts::of(&long).healthy(now));
+        // Restarted a minute ago: ready, but not yet healthy for a while.
+        let recent = pod(true, 2, "2026-11-30T11:59:00Z");
+        assert!(!PodFacts::of(&recent).healthy(now));
+        let unready = pod(false, 0, "2026-11-30T10:00:00Z");
+        assert!(!PodFacts::of(&unready).healthy(now));
+    }
+
+    #[test]
+    fn the_first_crash_is_the_earliest_known() {
+        let p = sourced(
+            json!({"metadata":{"name":"web-b"},"spec":{"nodeName":"n2"},"status":{"containerStatuses":[
+            {"name":"app","restartCount":4,"state":{"waiting":{"reason":"CrashLoopBackOff"}},
+             "lastState":{"terminated":{"exitCode":1,"finishedAt":"2026-11-30T12:10:00Z"}}}]}}),
+        );
+        let facts = PodFacts::of(&p);
+        assert!(facts.crashing && !facts.healthy(None));
+        let f = first_crash(&facts, &[]).unwrap();
+        assert_eq!(
+            (f.at.as_str(), f.precision),
+            ("2026-11-30T12:10:00Z", "no-later-than")
+        );
+        let ev = TimedEvent {
+            reason: "BackOff".into(),
+            object: "web-b".into(),
+            first: Some("2026-11-30T12:01:00Z".into()),
+            last: None,
+            count: Some(9),
+            cite: Cite::new(SourceKind::Event, "events.json items[0] firstTimestamp", ""),
+        };
+        let other = TimedEvent {
+            object: "web-c".into(),
+            first: Some("2026-11-30T11:00:00Z".into()),
+            ..ev.clone()
+        };
+        let f = first_crash(&facts, &[ev, other]).unwrap();
+        assert_eq!(
+            (f.at.as_str(), f.precision),
+            ("2026-11-30T12:01:00Z", "exact")
+        );
+        assert_eq!(f.node.as_deref(), Some("n2"));
+    }
+}

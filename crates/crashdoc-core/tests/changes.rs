@@ -1,0 +1,231 @@
+//! The revision comparison (issue 11) on the synthetic fixtures of
+//! tests/fixtures/rollout (made by its make_fixtures.py): one folder per
+//! diff kind, each with a near miss that must not be taken for a cause.
+
+use serde_json::Value;
+use std::path::Path;
+
+fn changes(case: &str) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/rollout")
+        .join(case);
+    let ev = crashdoc_core::read_path(&dir).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let report = crashdoc_core::diagnose_all(&ev);
+    let v: Value = serde_json::from_str(&crashdoc_core::render::json(&report)).unwrap();
+    let pod = v["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "web-7d9c6b5f8-x2k4p" || p["name"] == "db-2")
+        .cloned()
+        .unwrap_or_else(|| panic!("{case}: no crashing pod in {v}"));
+    let mut c = pod["changes"].clone();
+    c["commands"] = pod["diagnoses"][0]["commands"].clone();
+    c["reasoning"] = pod["diagnoses"][0]["reasoning"].clone();
+    c
+}
+
+fn coinciding(c: &Value) -> Vec<String> {
+    c["coinciding"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn has_undo(c: &Value) -> bool {
+    c["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|x| x.as_str().unwrap().contains("rollout undo"))
+}
+
+/// A case whose change must coincide, named by this part of its sentence;
+/// `undo` when the change is in the template (a rollback reverts it).
+fn assert_coincides(case: &str, part: &str, undo: bool) {
+    let c = changes(case);
+    assert_eq!(c["verdict"], "coincides", "{case}: {c:#}");
+    let co = coinciding(&c);
+    assert!(co.iter().any(|s| s.contains(part)), "{case}: {co:?}");
+    assert_eq!(has_undo(&c), undo, "{case}: {:?}", c["commands"]);
+    assert_eq!(c["undo"].is_string(), undo, "{case}");
+}
+
+fn assert_nothing_explains(case: &str) {
+    let c = changes(case);
+    assert_eq!(c["verdict"], "nothing-explains", "{case}: {c:#}");
+    assert!(coinciding(&c).is_empty(), "{case}");
+    assert!(!has_undo(&c) && c["undo"].is_null(), "{case}");
+    let why = c["reasoning"].to_string();
+    assert!(
+        why.contains("no change since revision 2 explains it"),
+        "{case}: {why}"
+    );
+}
+
+#[test]
+fn an_image_change_coincides_and_the_undo_names_the_healthy_revision() {
+    assert_coincides(
+        "image",
+        "spec.containers[app].image: registry.example.com/web:1.4.0 -> registry.example.com/web:1.5.0",
+        true,
+    );
+    let c = changes("image");
+    assert_eq!(c["revisions"]["failing"]["number"], 3);
+    assert_eq!(c["revisions"]["last_healthy"]["number"], 2);
+    assert_eq!(c["revisions"]["last_healthy"]["basis"], "ran-healthy");
+    assert_eq!(
+        c["undo"],
+        "kubectl rollout undo deployment/web -n shop --to-revision=2"
+    );
+    assert_eq!(c["first_crash"]["at"], "2026-11-30T10:00:40Z");
+    assert_eq!(c["first_crash"]["node"], "ip-10-0-1-11");
+    // The timeline is in time order and joins rollouts and first crashes.
+    let at: Vec<&str> = c["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["at"].as_str().unwrap())
+        .collect();
+    let mut sorted = at.clone();
+    sorted.sort();
+    assert_eq!(at, sorted);
+    assert!(c["timeline"].to_string().contains("revision 3 rolled out"));
+}
+
+#[test]
+fn a_cosmetic_annotation_change_is_not_a_cause() {
+    assert_nothing_explains("cosmetic");
+    let c = changes("cosmetic");
+    let t = c["template"].as_array().unwrap();
+    assert_eq!(t.len(), 1, "{t:?}");
+    assert_eq!(
+        t[0]["path"],
+        "metadata.annotations[kubectl.kubernetes.io/restartedAt]"
+    );
+    assert_eq!(t[0]["relevant"], false);
+}
+
+#[test]
+fn env_resources_and_probe_changes_coincide() {
+    assert_coincides(
+        "env",
+        "spec.containers[app].env[CACHE_MODE]: added value \"strict\"",
+        true,
+    );
+    assert_coincides(
+        "resources",
+        "resources.limits[memory]: 256Mi -> 128Mi",
+        true,
+    );
+    assert_coincides("probe", "livenessProbe.failureThreshold: 3 -> 1", true);
+}
+
+#[test]
+fn the_same_quantity_written_otherwise_is_no_change() {
+    assert_nothing_explains("resources-same-quantity");
+}
+
+#[test]
+fn a_config_change_between_the_healthy_rollout_and_the_first_crash_coincides() {
+    assert_coincides(
+        "config",
+        "ConfigMap web-config changed at 2026-11-30T09:58:00Z",
+        false,
+    );
+    assert_nothing_explains("config-before-healthy");
+}
+
+#[test]
+fn a_vanished_referenced_key_is_named_not_its_value() {
+    assert_coincides(
+        "config-key-gone",
+        "lacks the referenced key(s) password",
+        false,
+    );
+    let c = changes("config-key-gone");
+    let s = c["config"].to_string();
+    assert!(s.contains("spec.containers[app].env[DB_PASSWORD]"), "{s}");
+}
+
+#[test]
+fn a_node_difference_every_crash_shares_coincides() {
+    assert_coincides(
+        "nodes",
+        "every crashing pod runs on instance type m6i.large; the last healthy ones ran on m6i.2xlarge",
+        false,
+    );
+    assert_nothing_explains("nodes-mixed");
+    let c = changes("nodes-mixed");
+    assert_eq!(c["nodes"][0]["shared_by_all_failing"], false);
+}
+
+#[test]
+fn replica_sets_alone_compare_by_readiness() {
+    assert_coincides("replicasets-only", "image", true);
+    let c = changes("replicasets-only");
+    assert_eq!(c["revisions"]["last_healthy"]["basis"], "still-ready");
+}
+
+#[test]
+fn pasted_rollout_history_compares_two_revisions() {
+    assert_coincides(
+        "history",
+        "web:1.4.0 -> registry.example.com/web:1.5.0",
+        true,
+    );
+    let c = changes("history");
+    assert_eq!(c["revisions"]["failing"]["number"], 3);
+    assert_eq!(
+        c["undo"],
+        "kubectl rollout undo deployment/web -n shop --to-revision=2"
+    );
+}
+
+#[test]
+fn two_pod_specs_of_different_revisions_compare() {
+    let c = changes("two-pods");
+    assert_eq!(c["verdict"], "coincides", "{c:#}");
+    assert!(coinciding(&c)[0].contains("web:1.5.0"));
+    // No revision numbers: nothing to roll back to by number.
+    assert!(c["revisions"]["failing"]["number"].is_null());
+    assert!(c["undo"].is_null());
+}
+
+#[test]
+fn a_statefulset_compares_its_controller_revisions() {
+    let c = changes("statefulset");
+    assert_eq!(c["verdict"], "coincides", "{c:#}");
+    assert_eq!(c["revisions"]["failing"]["number"], 5);
+    assert_eq!(c["revisions"]["last_healthy"]["number"], 4);
+    assert_eq!(
+        c["undo"],
+        "kubectl rollout undo statefulset/db -n shop --to-revision=4"
+    );
+    assert!(coinciding(&c)[0].starts_with("spec.containers[app].args"));
+}
+
+#[test]
+fn a_single_owner_replica_set_is_nothing_to_compare() {
+    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
+    // The owner chain's replicaset.json alone, as every bundle has it.
+    let pod = PodFiles {
+        namespace: "shop".into(),
+        name: "web-7d9c6b5f8-x2k4p".into(),
+        files: vec![
+            ("pod.json".into(), br#"{"kind":"Pod","metadata":{"name":"web-7d9c6b5f8-x2k4p","namespace":"shop","labels":{"pod-template-hash":"7d9c6b5f8"}},"status":{"containerStatuses":[{"name":"app","restartCount":3,"lastState":{"terminated":{"exitCode":1,"finishedAt":"2026-11-30T10:20:04Z"}}}]}}"#.to_vec()),
+            ("replicaset.json".into(), br#"{"kind":"ReplicaSet","metadata":{"name":"web-7d9c6b5f8","annotations":{"deployment.kubernetes.io/revision":"3"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"app","image":"web:1.5.0"}]}}},"status":{"readyReplicas":0}}"#.to_vec()),
+        ],
+    };
+    let report = crashdoc_core::diagnose_all(&read_memory(&[pod]));
+    assert_eq!(report.pods.len(), 1);
+    assert!(report.pods[0].changes.is_none());
+    let json = crashdoc_core::render::json(&report);
+    assert!(!json.contains("\"changes\""), "{json}");
+    // And the shipped bundle example, which has no revision files.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/bundle");
+    let report = crashdoc_core::diagnose_all(&crashdoc_core::read_path(&dir).unwrap());
+    assert!(report.pods.iter().all(|p| p.changes.is_none()));
+}
