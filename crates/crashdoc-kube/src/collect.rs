@@ -105,6 +105,13 @@ pub fn selector_string(sel: &LabelSelector) -> String {
     parts.join(",")
 }
 
+/// Whether the revisions source runs: `CRASHDOC_REVISIONS=0` turns it off
+/// (the collection as it was before issue 11, for comparisons: it is how
+/// tests/cluster/regressions.sh measures what the source costs).
+fn revisions_enabled() -> bool {
+    std::env::var_os("CRASHDOC_REVISIONS").is_none_or(|v| v != "0")
+}
+
 /// Whether a pod is worth diagnosing.
 pub fn unhealthy(p: &Pod) -> bool {
     let Some(st) = &p.status else { return true };
@@ -322,15 +329,20 @@ impl Collector {
                 (p, hosts)
             })
             .collect();
-        if pods
+        let with_revisions = revisions_enabled();
+        let second_wave: Vec<&dyn Source> = SECOND_WAVE
             .iter()
-            .any(|(p, h)| !h.is_empty() || revisions::workload(&p.out.files).is_some())
-        {
+            .copied()
+            .filter(|s| with_revisions || s.name() != "revisions")
+            .collect();
+        if pods.iter().any(|(p, h)| {
+            !h.is_empty() || (with_revisions && revisions::workload(&p.out.files).is_some())
+        }) {
             let second = self
                 .run_wave(|| {
                     join_all(
                         pods.iter()
-                            .map(|(p, hosts)| self.run_sources(SECOND_WAVE, p, hosts)),
+                            .map(|(p, hosts)| self.run_sources(&second_wave, p, hosts)),
                     )
                 })
                 .await;
@@ -364,11 +376,15 @@ impl Collector {
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = T>,
     {
-        self.wave();
         let before = self.requests.load(Ordering::Relaxed);
         let started = Instant::now();
         let out = f().await;
         let made = self.requests.load(Ordering::Relaxed) - before;
+        // A wave whose reads were all shared (a node already read, lists
+        // resolve made) is no round trip.
+        if made > 0 {
+            self.wave();
+        }
         if let Ok(mut w) = self.waves.lock() {
             w.push((started.elapsed(), made));
         }

@@ -1027,6 +1027,30 @@ mod revisions {
     }
 
     #[tokio::test]
+    async fn a_second_wave_of_shared_reads_only_is_no_wave() {
+        // deploy/web, its pod on node-1, a log naming no host: the revisions
+        // need nothing resolve and the node source did not read.
+        let m = cluster();
+        m.on(
+            LOG,
+            vec![Reply::Text(200, "loading model\nKilled\n".into())],
+        );
+        let c = collect(&m, "deploy/web").await.unwrap();
+        assert!(file(&c.pods[0], "workload-pods.json").is_some());
+        assert_eq!(c.wave_requests, [11, 0]);
+        assert_eq!(c.waves, 3, "get, lists, first wave");
+        // Near miss: a pod target lists the revisions itself, a real wave.
+        let m = cluster();
+        m.on(
+            LOG,
+            vec![Reply::Text(200, "loading model\nKilled\n".into())],
+        );
+        let c = collect(&m, "web-1").await.unwrap();
+        assert_eq!(c.wave_requests, [11, 2]);
+        assert_eq!(c.waves, 3);
+    }
+
+    #[tokio::test]
     async fn a_pod_target_lists_its_deployments_revisions_itself() {
         let m = three_revisions();
         let c = collect(&m, "web-1").await.unwrap();
