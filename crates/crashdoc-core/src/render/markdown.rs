@@ -79,6 +79,10 @@ fn note(out: &mut String, pod: &PodReport) {
     for r in &d.reasoning {
         let _ = writeln!(out, "- {r}");
     }
+    if let Some(ch) = &pod.changes {
+        out.push('\n');
+        super::changes::markdown(out, ch);
+    }
     let _ = writeln!(out, "\n## Evidence\n");
     for e in &d.evidence {
         let loc = e

@@ -1,6 +1,7 @@
 //! Rendering a report: terminal text, JSON (the contract of
 //! `shared/spec/output.md`) and a Markdown post-mortem note.
 
+mod changes;
 pub mod knowledge;
 mod markdown;
 mod terminal;

@@ -70,6 +70,9 @@ fn pod_block(out: &mut String, pod: &PodReport, style: Style) {
             .collect();
         let _ = writeln!(out, "  also considered: {}", rest.join(", "));
     }
+    if let Some(ch) = &pod.changes {
+        super::changes::terminal(out, ch);
+    }
     for t in &pod.timeline {
         let stages: Vec<String> = t
             .stages
