@@ -50,6 +50,7 @@
 //! | `crashdoc_history.captures` | id → JSON | the [`Capture`] without bundle and diagnosis (~0.5 KiB; its serde form) |
 //! | `crashdoc_history.blobs` | (id, part, seq) → bytes | the bundle (part 0) and the diagnosis JSON (part 1) in pieces of 4 000 bytes, each within one 4 KiB page (redb gives a larger value a page of the next power of two) |
 //! | `crashdoc_history.keys` | (pod_uid, container, restart_count) → id | dedup, [`Store::contains`], [`Store::seen_keys`] |
+//! | `crashdoc_history.config_keys` | id → JSON | the [`ConfigKeys`] of the ConfigMaps and Secrets the captured pod referenced (schema 2; a schema-1 file gets the table when a writer opens it) |
 //! | `crashdoc_history.index` | (scope, value, observed_at ns, id) → row | each capture under scope *all* and under its namespace, pod name, pod UID and owner name; row = (namespace, pod, pod_uid, container, restart_count, owner_kind, owner, bundle bytes, stored bytes) |
 //!
 //! [`Store::list`] scans, newest first, the index range of the most
@@ -78,6 +79,7 @@ mod store;
 
 pub use error::HistoryError;
 pub use model::{
-    Capture, CaptureKind, Inserted, PruneStats, Query, Record, Retention, Stats, TerminationKey,
+    Capture, CaptureKind, ConfigKeys, Inserted, PruneStats, Query, Record, Retention, Stats,
+    TerminationKey,
 };
 pub use store::{MAX_BLOB_BYTES, SCHEMA_VERSION, Store};

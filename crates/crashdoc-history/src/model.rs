@@ -102,6 +102,26 @@ pub struct Capture {
     pub bundle: Option<Vec<u8>>,
 }
 
+/// The key names of one ConfigMap or Secret a captured pod referenced, as
+/// they were at that capture: names only, never values. Kept beside each
+/// capture so that `crashdoc history` can say when a key disappeared.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigKeys {
+    /// `ConfigMap` or `Secret`.
+    pub kind: String,
+    pub name: String,
+    /// `Some(false)`: it did not exist; `None`: it could not be read.
+    #[serde(default)]
+    pub exists: Option<bool>,
+    /// Its key names, sorted.
+    #[serde(default)]
+    pub keys: Vec<String>,
+    /// When it last changed (its newest managedFields time, else its
+    /// creation), RFC 3339, as the capture read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
+}
+
 /// A stored capture and its id (ids grow with each insert and are never reused).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {

@@ -15,12 +15,17 @@ use redb::{
 
 use crate::error::HistoryError;
 use crate::model::{
-    Capture, Inserted, PruneStats, Query, Record, Retention, Stats, TerminationKey,
+    Capture, ConfigKeys, Inserted, PruneStats, Query, Record, Retention, Stats, TerminationKey,
 };
 
 /// Layout version of the tables and of the JSON metadata records. A file with
-/// another version is refused with [`HistoryError::SchemaVersion`].
-pub const SCHEMA_VERSION: u64 = 1;
+/// another version is refused with [`HistoryError::SchemaVersion`], except a
+/// version-1 file: it is read as it is, and migrated to this version (its
+/// `config_keys` table added) when a writer opens it.
+pub const SCHEMA_VERSION: u64 = 2;
+
+/// The oldest schema version read (and migrated by a writer).
+const OLDEST_READ: u64 = 1;
 
 /// Largest bundle or diagnosis stored (4 GiB).
 pub const MAX_BLOB_BYTES: u64 = 1 << 32;
@@ -51,6 +56,9 @@ const KEYS: TableDefinition<(&str, &str, i32), u64> = TableDefinition::new("cras
 /// (older files get it on the first write).
 const BASELINES: TableDefinition<(&str, &str), i32> =
     TableDefinition::new("crashdoc_history.baselines");
+/// id → JSON of the [`ConfigKeys`] of the capture (schema 2).
+const CONFIG_KEYS: TableDefinition<u64, &[u8]> =
+    TableDefinition::new("crashdoc_history.config_keys");
 /// (scope, scope value, observed_at in ns, id) → row. Every capture is in
 /// scope ALL (value "") and in the scopes of its namespace, pod name, pod UID
 /// and owner name.
@@ -246,7 +254,7 @@ impl Store {
     /// written (the first capture of a termination is kept) and the stored id
     /// is returned. One transaction, durable when this returns.
     pub fn insert(&self, c: &Capture) -> Result<Inserted, HistoryError> {
-        guard(&self.path, || self.write(|w| w.insert(c)))
+        guard(&self.path, || self.write(|w| w.insert(c, &[])))
     }
 
     /// [`Store::insert`] for many captures in one transaction (one disk sync):
@@ -254,7 +262,47 @@ impl Store {
     /// once; its later occurrences are reported as duplicates of it.
     pub fn insert_batch(&self, cs: &[Capture]) -> Result<Vec<Inserted>, HistoryError> {
         guard(&self.path, || {
-            self.write(|w| cs.iter().map(|c| w.insert(c)).collect())
+            self.write(|w| cs.iter().map(|c| w.insert(c, &[])).collect())
+        })
+    }
+
+    /// [`Store::insert_batch`], each capture with the key names of the
+    /// ConfigMaps and Secrets its pod referenced (stored with it, counted
+    /// in its stored bytes, pruned with it).
+    pub fn insert_batch_with_keys(
+        &self,
+        cs: &[(&Capture, &[ConfigKeys])],
+    ) -> Result<Vec<Inserted>, HistoryError> {
+        guard(&self.path, || {
+            self.write(|w| cs.iter().map(|(c, k)| w.insert(c, k)).collect())
+        })
+    }
+
+    /// The key names stored with each of these captures (none for a
+    /// capture stored without them, or by an older crashdoc).
+    pub fn config_keys(&self, ids: &[u64]) -> Result<HashMap<u64, Vec<ConfigKeys>>, HistoryError> {
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let table = match txn.open_table(CONFIG_KEYS) {
+                Ok(t) => t,
+                // A schema-1 file opened read-only has no such table yet.
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
+                Err(e) => return Err(self.err(e)),
+            };
+            let mut out = HashMap::new();
+            for &id in ids {
+                if let Some(v) = table.get(id).map_err(|e| self.err(e))? {
+                    let keys: Vec<ConfigKeys> =
+                        serde_json::from_slice(v.value()).map_err(|source| {
+                            HistoryError::Encoding {
+                                id: Some(id),
+                                source,
+                            }
+                        })?;
+                    out.insert(id, keys);
+                }
+            }
+            Ok(out)
         })
     }
 
@@ -553,6 +601,12 @@ impl Store {
         let blobs = txn.open_table(BLOBS).map_err(|x| self.err(x))?;
         let keys = txn.open_table(KEYS).map_err(|x| self.err(x))?;
         let meta = txn.open_table(META).map_err(|x| self.err(x))?;
+        let config_keys = match txn.open_table(CONFIG_KEYS) {
+            Ok(t) => Some(t),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(x) => return Err(self.err(x)),
+        };
+        let mut key_sets = 0u64;
 
         let (mut n, mut entries, mut pieces) = (0u64, 0u64, 0u64);
         let (mut bundle_bytes, mut stored_bytes, mut max_id) = (0u64, 0u64, 0u64);
@@ -583,7 +637,14 @@ impl Store {
                     pieces += 1;
                 }
             }
-            let stored = len64(json.value().len()) + lens[0] + lens[1];
+            let mut keys_len = 0;
+            if let Some(t) = &config_keys
+                && let Some(k) = t.get(id).map_err(e)?
+            {
+                keys_len = len64(k.value().len());
+                key_sets += 1;
+            }
+            let stored = len64(json.value().len()) + lens[0] + lens[1] + keys_len;
             if ns(c.observed_at) != t || row_of(&c, lens[0], stored) != row {
                 return Err(
                     self.corrupted(format!("capture {id}: index row disagrees with its record"))
@@ -611,6 +672,14 @@ impl Store {
             ("keys", n, keys.len().map_err(e)?),
             ("index entries", entries, index.len().map_err(e)?),
             ("pieces", pieces, blobs.len().map_err(e)?),
+            (
+                "key sets",
+                key_sets,
+                match &config_keys {
+                    Some(t) => t.len().map_err(e)?,
+                    None => 0,
+                },
+            ),
         ] {
             if len != expected {
                 return Err(self.corrupted(format!("{len} {name}, expected {expected}")));
@@ -667,7 +736,7 @@ impl Store {
 
     fn check_version(&self, found: Option<u64>) -> Result<(), HistoryError> {
         match found {
-            Some(SCHEMA_VERSION) => Ok(()),
+            Some(v) if (OLDEST_READ..=SCHEMA_VERSION).contains(&v) => Ok(()),
             Some(found) => Err(HistoryError::SchemaVersion {
                 path: self.path.clone(),
                 found,
@@ -701,9 +770,18 @@ impl Store {
                 .map(|v| v.value());
             drop(meta);
             self.check_version(version)?;
-            // Every table was created with the metadata; nothing to write.
-            txn.abort().map_err(|e| self.err(e))?;
-            return Ok(());
+            if version == Some(SCHEMA_VERSION) {
+                // Every table was created with the metadata; nothing to write.
+                txn.abort().map_err(|e| self.err(e))?;
+                return Ok(());
+            }
+            // Schema 1 -> 2: the config_keys table; the records are unchanged.
+            txn.open_table(CONFIG_KEYS).map_err(|e| self.err(e))?;
+            txn.open_table(META)
+                .map_err(|e| self.err(e))?
+                .insert(K_SCHEMA, SCHEMA_VERSION)
+                .map_err(|e| self.err(e))?;
+            return txn.commit().map_err(|e| self.err(e));
         }
         if let Some(other) = txn.list_tables().map_err(|e| self.err(e))?.next() {
             return Err(HistoryError::NotCrashdoc {
@@ -726,6 +804,7 @@ impl Store {
             txn.open_table(BLOBS).map_err(|e| self.err(e))?;
             txn.open_table(KEYS).map_err(|e| self.err(e))?;
             txn.open_table(INDEX).map_err(|e| self.err(e))?;
+            txn.open_table(CONFIG_KEYS).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
     }
@@ -865,6 +944,7 @@ struct Writer<'t> {
     blobs: Table<'t, (u64, u8, u32), &'static [u8]>,
     keys: Table<'t, (&'static str, &'static str, i32), u64>,
     index: Table<'t, (u8, &'static str, i128, u64), Row>,
+    config_keys: Table<'t, u64, &'static [u8]>,
     next_id: u64,
     captures_count: u64,
     bundle_bytes: u64,
@@ -893,6 +973,7 @@ impl<'t> Writer<'t> {
             blobs: txn.open_table(BLOBS).map_err(e)?,
             keys: txn.open_table(KEYS).map_err(e)?,
             index: txn.open_table(INDEX).map_err(e)?,
+            config_keys: txn.open_table(CONFIG_KEYS).map_err(e)?,
             meta,
             next_id,
             captures_count,
@@ -902,7 +983,11 @@ impl<'t> Writer<'t> {
         })
     }
 
-    fn insert(&mut self, c: &Capture) -> Result<Inserted, HistoryError> {
+    fn insert(
+        &mut self,
+        c: &Capture,
+        config_keys: &[ConfigKeys],
+    ) -> Result<Inserted, HistoryError> {
         let path = self.path;
         let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
         let key = (
@@ -928,8 +1013,19 @@ impl<'t> Writer<'t> {
         })?;
         let json = serde_json::to_vec(&record_of(c))
             .map_err(|source| HistoryError::Encoding { id: None, source })?;
+        let keys_json = if config_keys.is_empty() {
+            None
+        } else {
+            Some(
+                serde_json::to_vec(config_keys)
+                    .map_err(|source| HistoryError::Encoding { id: None, source })?,
+            )
+        };
         self.dirty = true;
         self.captures.insert(id, json.as_slice()).map_err(err)?;
+        if let Some(k) = &keys_json {
+            self.config_keys.insert(id, k.as_slice()).map_err(err)?;
+        }
         for (part, blob) in [(PART_BUNDLE, bundle), (PART_DIAGNOSIS, diagnosis)] {
             let Some(blob) = blob else { continue };
             if blob.is_empty() {
@@ -941,7 +1037,10 @@ impl<'t> Writer<'t> {
             }
         }
         let bundle_len = bundle.map_or(0, |b| len64(b.len()));
-        let stored = len64(json.len()) + bundle_len + diagnosis.map_or(0, |d| len64(d.len()));
+        let stored = len64(json.len())
+            + bundle_len
+            + diagnosis.map_or(0, |d| len64(d.len()))
+            + keys_json.as_ref().map_or(0, |k| len64(k.len()));
         let row = row_of(c, bundle_len, stored);
         let at = ns(c.observed_at);
         for (scope, value) in scopes(&row) {
@@ -1025,6 +1124,7 @@ impl<'t> Writer<'t> {
                 self.index.remove((scope, value, v.at, v.id)).map_err(err)?;
             }
             self.captures.remove(v.id).map_err(err)?;
+            self.config_keys.remove(v.id).map_err(err)?;
             self.blobs
                 .retain_in::<(u64, u8, u32), _>((v.id, 0, 0)..=(v.id, u8::MAX, u32::MAX), |_, _| {
                     false

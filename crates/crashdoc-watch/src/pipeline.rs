@@ -9,7 +9,7 @@ use crate::server::Readiness;
 use crate::session::BaselineOp;
 use crate::{Shared, log, notify};
 use crashdoc_core::diagnose::Diagnosis;
-use crashdoc_history::{Capture, Inserted};
+use crashdoc_history::{Capture, ConfigKeys, Inserted};
 use crashdoc_kube::Collector;
 use futures::StreamExt;
 use std::collections::HashSet;
@@ -140,13 +140,23 @@ impl Shared {
         let mut buf: Vec<(Record, Token)> = Vec::with_capacity(256);
         while rx.recv_many(&mut buf, 256).await > 0 {
             let (records, tokens): (Vec<Record>, Vec<Token>) = buf.drain(..).unzip();
-            let (batch, diagnoses): (Vec<Capture>, Vec<Option<Diagnosis>>) = records
-                .into_iter()
-                .map(|r| (r.capture, r.diagnosis))
-                .unzip();
+            let mut batch: Vec<Capture> = Vec::with_capacity(records.len());
+            let mut diagnoses: Vec<Option<Diagnosis>> = Vec::with_capacity(records.len());
+            let mut keys: Vec<Vec<ConfigKeys>> = Vec::with_capacity(records.len());
+            for r in records {
+                batch.push(r.capture);
+                diagnoses.push(r.diagnosis);
+                keys.push(r.config_keys);
+            }
             let store = self.store.clone();
             let res = tokio::task::spawn_blocking(move || {
-                let r = store.insert_batch(&batch);
+                let with: Vec<(&Capture, &[ConfigKeys])> = batch
+                    .iter()
+                    .zip(&keys)
+                    .map(|(c, k)| (c, k.as_slice()))
+                    .collect();
+                let r = store.insert_batch_with_keys(&with);
+                drop(with);
                 (batch, r)
             })
             .await;

@@ -4,8 +4,8 @@
 use crate::notify;
 use crate::track::Termination;
 use crashdoc_core::diagnose::{self, Diagnosis};
-use crashdoc_core::ingest::bundle::{self, PodFiles};
-use crashdoc_history::{Capture, CaptureKind, TerminationKey};
+use crashdoc_core::ingest::bundle::{self, PodFiles, Reference, ReferenceKind};
+use crashdoc_history::{Capture, CaptureKind, ConfigKeys, TerminationKey};
 use k8s_openapi::api::core::v1::Pod;
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,31 @@ pub(crate) struct Job {
 pub(crate) struct Record {
     pub capture: Capture,
     pub diagnosis: Option<Diagnosis>,
+    /// The key names of the ConfigMaps and Secrets the pod referenced.
+    pub config_keys: Vec<ConfigKeys>,
+}
+
+/// The key names (never values) of the ConfigMaps and Secrets in a
+/// capture's `references.json`.
+pub(crate) fn config_keys(files: &PodFiles) -> Vec<ConfigKeys> {
+    let Some((_, bytes)) = files
+        .files
+        .iter()
+        .find(|(n, _)| n == bundle::file::REFERENCES)
+    else {
+        return Vec::new();
+    };
+    let refs: Vec<Reference> = serde_json::from_slice(bytes).unwrap_or_default();
+    refs.into_iter()
+        .filter(|r| matches!(r.kind, ReferenceKind::ConfigMap | ReferenceKind::Secret))
+        .map(|r| ConfigKeys {
+            kind: r.kind.as_str().to_string(),
+            name: r.name,
+            exists: r.exists,
+            keys: r.keys.into_keys().collect(),
+            changed: r.changed,
+        })
+        .collect()
 }
 
 fn confidence_str(c: diagnose::Confidence) -> &'static str {
@@ -92,6 +117,7 @@ fn build(
     kind: CaptureKind,
     mut missing: Vec<String>,
 ) -> Record {
+    let config_keys = config_keys(&files);
     let ev = bundle::read_memory(std::slice::from_ref(&files));
     let report = diagnose::diagnose_all(&ev);
     let pod_report = report.pods.first();
@@ -152,6 +178,7 @@ fn build(
     Record {
         capture,
         diagnosis: diag.cloned(),
+        config_keys,
     }
 }
 
@@ -244,6 +271,39 @@ mod tests {
         assert_eq!(json!(n.fix), stored["fix"]);
         assert_eq!(json!(n.commands), stored["commands"]);
         assert_eq!(n.history_id, Some(7));
+    }
+
+    #[test]
+    fn a_capture_keeps_the_key_names_of_its_config_maps_and_secrets() {
+        let refs = json!([
+            {"kind": "ConfigMap", "name": "app-config", "exists": true,
+             "keys": {"MODEL_NAME": 17, "LOG_LEVEL": 4}, "changed": "2026-12-01T10:00:00Z"},
+            {"kind": "Secret", "name": "app-secret", "exists": false, "keys": {}},
+            {"kind": "Service", "name": "postgres", "exists": true, "keys": {}}
+        ]);
+        let mut files = PodFiles {
+            namespace: "shop".into(),
+            name: "web-1".into(),
+            files: vec![("references.json".into(), serde_json::to_vec(&refs).unwrap())],
+        };
+        let r = record(&job("Error", 1), files.clone(), &None, Duration::ZERO);
+        let k = &r.config_keys;
+        assert_eq!(k.len(), 2, "ConfigMaps and Secrets only: {k:?}");
+        assert_eq!(
+            (k[0].kind.as_str(), k[0].name.as_str()),
+            ("ConfigMap", "app-config")
+        );
+        assert_eq!(k[0].keys, ["LOG_LEVEL", "MODEL_NAME"]);
+        assert_eq!(k[0].changed.as_deref(), Some("2026-12-01T10:00:00Z"));
+        assert_eq!((k[1].kind.as_str(), k[1].exists), ("Secret", Some(false)));
+        // Near miss: no references.json, no key names.
+        files.files.clear();
+        assert!(config_keys(&files).is_empty());
+        assert!(
+            status_only(&job("Error", 1), &None, "shed")
+                .config_keys
+                .is_empty()
+        );
     }
 
     #[test]
