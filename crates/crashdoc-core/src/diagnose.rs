@@ -229,6 +229,9 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     if let Some(c) = compare_runs(&timeline) {
         notes.push(c);
     }
+    if let Some(top) = diagnoses.first_mut() {
+        debug_safely(pod, &cx, top);
+    }
     let changes = crate::changes::analyze(pod);
     if let (Some(ch), Some(top)) = (&changes, diagnoses.first_mut()) {
         apply_changes(top, ch);
@@ -254,6 +257,32 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
             .max()
             .unwrap_or(0)
             .max(pod.listed_restarts.unwrap_or(0)),
+    }
+}
+
+/// A container without a shell, or one that dies too fast to exec into, is
+/// debugged with `kubectl debug` (an ephemeral container or a copy of the
+/// pod), not by changing the production command (crate::debugging).
+fn debug_safely(pod: &Pod, cx: &Context, top: &mut Diagnosis) {
+    let Some(container) = top
+        .container
+        .clone()
+        .or(cx.focus_name().map(str::to_string))
+    else {
+        return;
+    };
+    let Some(why) = crate::debugging::why(pod, &container) else {
+        return;
+    };
+    let [ephemeral, copy] = crate::debugging::commands(pod, &container);
+    top.fix.push(format!(
+        "debug it without touching the production pod ({}): attach an ephemeral busybox that shares {container}'s processes (`{ephemeral}`), or start a copy of the pod whose {container} sleeps instead of running (`{copy}`) and start the program by hand in it",
+        why.sentence(&container)
+    ));
+    for c in [copy, ephemeral] {
+        if !top.commands.contains(&c) {
+            top.commands.insert(0, c);
+        }
     }
 }
 

@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod causes;
 pub mod changes;
 pub mod classes;
+pub mod debugging;
 pub mod diagnose;
 pub mod hint;
 pub mod hosts;

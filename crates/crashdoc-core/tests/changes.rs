@@ -93,6 +93,16 @@ fn an_image_change_coincides_and_the_undo_names_the_healthy_revision() {
     sorted.sort();
     assert_eq!(at, sorted);
     assert!(c["timeline"].to_string().contains("revision 3 rolled out"));
+    // Its runs last 4 s: too fast to exec into, so the safe ways in are named.
+    let cmds = c["commands"].to_string();
+    assert!(
+        cmds.contains("kubectl debug web-7d9c6b5f8-x2k4p -n shop -it --image=busybox --target=app"),
+        "{cmds}"
+    );
+    assert!(
+        cmds.contains("--copy-to=web-7d9c6b5f8-x2k4p-debug --container=app -- sleep infinity"),
+        "{cmds}"
+    );
 }
 
 #[test]
