@@ -239,3 +239,122 @@ fn a_single_owner_replica_set_is_nothing_to_compare() {
     let report = crashdoc_core::diagnose_all(&crashdoc_core::read_path(&dir).unwrap());
     assert!(report.pods.iter().all(|p| p.changes.is_none()));
 }
+
+fn fixture_files(case: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/rollout")
+        .join(case);
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_tar_gz_bundle_carries_the_comparison() {
+    use crashdoc_core::ingest::bundle::{PodFiles, read_tar_gz, write_tar_gz};
+    let pod = PodFiles {
+        namespace: "shop".into(),
+        name: "web-7d9c6b5f8-x2k4p".into(),
+        files: fixture_files("image"),
+    };
+    let path = std::env::temp_dir().join(format!("crashdoc-changes-{}.tar.gz", std::process::id()));
+    write_tar_gz(&path, &[pod], None, "2026-11-30T11:00:00Z").unwrap();
+    let report = crashdoc_core::diagnose_all(&read_tar_gz(&path).unwrap());
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        report.pods.len(),
+        1,
+        "the workload's other pods are not diagnosed"
+    );
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.verdict, crashdoc_core::changes::Verdict::Coincides);
+    assert_eq!(
+        c.undo.as_deref(),
+        Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
+    );
+}
+
+#[test]
+fn a_paste_of_rollout_history_and_the_pod_is_read() {
+    let files = fixture_files("history");
+    let text =
+        |n: &str| String::from_utf8(files.iter().find(|(f, _)| f == n).unwrap().1.clone()).unwrap();
+    let history = text("rollout-history.txt");
+    let (rev2, rev3) = history.split_at(
+        history
+            .find("deployment.apps/web with revision #3")
+            .unwrap(),
+    );
+    let paste = format!(
+        "$ kubectl get pod web-7d9c6b5f8-x2k4p -n shop -o json\n{}\n$ kubectl rollout history deploy/web -n shop --revision=2\n{rev2}$ kubectl rollout history deploy/web -n shop --revision=3\n{rev3}",
+        text("pod.json")
+    );
+    let ev = crashdoc_core::read_paste(paste.as_bytes(), "paste").unwrap();
+    let report = crashdoc_core::diagnose_all(&ev);
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.revisions.failing.number, Some(3));
+    assert_eq!(
+        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
+        Some(2)
+    );
+    assert!(c.coinciding[0].contains("web:1.5.0"), "{:?}", c.coinciding);
+}
+
+#[test]
+fn no_secret_value_reaches_the_report() {
+    let mut files = fixture_files("config-key-gone");
+    // A Secret object beside the references, and a token-like literal env value.
+    files.push((
+        "secret.yaml".into(),
+        b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: web-db\n  managedFields:\n  - time: \"2026-11-30T09:30:00Z\"\ndata:\n  db-password: aHVudGVyMi1zM2NyZXQ=\n".to_vec(),
+    ));
+    let dir = std::env::temp_dir().join(format!("crashdoc-changes-secret-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (n, b) in &files {
+        let mut b = b.clone();
+        if n == "replicasets.json" {
+            // Revision 3 adds a token as a literal value.
+            let mut v: Value = serde_json::from_slice(&b).unwrap();
+            v["items"][2]["spec"]["template"]["spec"]["containers"][0]["env"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"name": "API_TOKEN", "value": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}));
+            b = serde_json::to_vec(&v).unwrap();
+        }
+        std::fs::write(dir.join(n), b).unwrap();
+    }
+    let report = crashdoc_core::diagnose_all(&crashdoc_core::read_path(&dir).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+    let all = format!(
+        "{}{}{}",
+        crashdoc_core::render::json(&report),
+        crashdoc_core::render::terminal(&report, crashdoc_core::render::Style::plain()),
+        crashdoc_core::render::markdown(&report)
+    );
+    for secret in [
+        "aHVudGVyMi1zM2NyZXQ",
+        "hunter2-s3cret",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    ] {
+        assert!(!all.contains(secret), "{secret} leaked");
+    }
+    assert!(all.contains("password"), "key names are shown");
+    let c = report.pods.iter().find_map(|p| p.changes.as_ref()).unwrap();
+    assert!(
+        c.coinciding
+            .iter()
+            .any(|s| s == "spec.containers[app].env[API_TOKEN]: added value (hidden)"),
+        "{:?}",
+        c.coinciding
+    );
+}
