@@ -162,7 +162,11 @@ PATH can be:
                                 logs-previous[.CONTAINER].txt, logs[.CONTAINER].txt,
                                 events.txt|json|yaml, describe-node.txt, node.yaml,
                                 get-pvc.txt, configmap.yaml, secret.yaml (key names only),
-                                deployment.yaml, replicaset.yaml, top-pod.txt, other.txt
+                                deployment.yaml, replicaset.yaml, top-pod.txt, other.txt;
+                                for \"what changed\": replicasets.json|yaml,
+                                controllerrevisions.json|yaml, workload-pods.json|yaml,
+                                nodes.json|yaml, rollout-history.txt (kubectl rollout
+                                history KIND/NAME --revision=N, one or more)
   a cluster-info dump           the tree of `kubectl cluster-info dump --output-directory DIR`:
                                 every unhealthy pod in it is analysed
   a crashdoc bundle             a folder with manifest.json, or a .tar.gz of one

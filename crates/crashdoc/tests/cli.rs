@@ -75,6 +75,40 @@ fn shipped_examples_are_diagnosed() {
 }
 
 #[test]
+fn the_rollout_example_says_what_changed() {
+    let v = json(
+        &["analyze", "examples/rollout-regression", "--format", "json"],
+        None,
+    );
+    assert_eq!(v["pods"].as_array().map(Vec::len), Some(1));
+    let c = &v["pods"][0]["changes"];
+    assert_eq!(c["verdict"], "coincides");
+    assert_eq!(c["revisions"]["failing"]["number"], 3);
+    assert_eq!(c["revisions"]["last_healthy"]["number"], 2);
+    assert_eq!(
+        c["undo"],
+        "kubectl rollout undo deployment/web -n shop --to-revision=2"
+    );
+    assert!(
+        c["coinciding"][0]
+            .as_str()
+            .is_some_and(|s| s.starts_with("spec.containers[app].image:")),
+        "{c}"
+    );
+    let out = crashdoc(&["analyze", "examples/rollout-regression"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("  what changed: revision 3 (web-7d9c6b5f8, rolled out 2026-11-30T10:00:00Z) against the last healthy revision 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("$ kubectl rollout undo deployment/web -n shop --to-revision=2"),
+        "{text}"
+    );
+}
+
+#[test]
 fn paste_on_stdin() {
     let paste = std::fs::read(repo().join("examples/missing-secret-key.txt")).unwrap();
     let v = json(&["analyze", "-", "--format", "json"], Some(&paste));
