@@ -12,14 +12,16 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Connect the way kubectl does (see [`crate::client`]); `namespace`
-    /// overrides the context's default namespace.
+    /// Connect the way kubectl does (see [`crate::client_with`]);
+    /// `namespace` overrides the context's default namespace; each request
+    /// waits at most `timeout` for its answer to begin.
     pub async fn connect(
         kubeconfig: Option<&Path>,
         context: Option<&str>,
         namespace: Option<&str>,
+        timeout: Option<std::time::Duration>,
     ) -> Result<Self, KubeError> {
-        let (client, default_ns) = crate::client(kubeconfig, context).await?;
+        let (client, default_ns) = crate::client_with(kubeconfig, context, timeout).await?;
         Ok(Self::new(
             client,
             namespace.map_or(default_ns, str::to_string),

@@ -12,6 +12,7 @@ pub mod manifests;
 pub mod retry;
 pub mod scan;
 pub mod sources;
+pub mod stack;
 mod target;
 pub mod verify;
 pub mod workload;
@@ -68,18 +69,32 @@ impl crashdoc_core::Hint for KubeError {
     }
 }
 
+/// How long a request may wait for its answer to begin, unless told
+/// otherwise ([`client_with`]).
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Build a client the way kubectl does: --kubeconfig, else KUBECONFIG or
 /// ~/.kube/config, else the in-cluster service account; --context picks
 /// the context. Returns the client and the context's default namespace.
+/// Requests time out after [`REQUEST_TIMEOUT`].
 pub async fn client(
     kubeconfig: Option<&std::path::Path>,
     context: Option<&str>,
+) -> Result<(kube::Client, String), KubeError> {
+    client_with(kubeconfig, context, Some(REQUEST_TIMEOUT)).await
+}
+
+/// [`client`] with a request timeout of its own (`None`: none).
+pub async fn client_with(
+    kubeconfig: Option<&std::path::Path>,
+    context: Option<&str>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<(kube::Client, String), KubeError> {
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_string),
         ..Default::default()
     };
-    let config = match kubeconfig {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = kube::config::Kubeconfig::read_from(path)
                 .map_err(|e| KubeError::Config(Box::new(e)))?;
@@ -95,6 +110,33 @@ pub async fn client(
             .map_err(|e| KubeError::Config(Box::new(e)))?,
     };
     let ns = config.default_namespace.clone();
-    let client = kube::Client::try_from(config).map_err(|e| KubeError::Config(Box::new(e)))?;
+    // crashdoc retries its reads itself (retry.rs), a Retry-After bounded;
+    // kube-client's own retry layer would wait out any Retry-After up to 15
+    // times (kube-client 5.0.0 src/client/retry.rs, RetryPolicy::server_retry).
+    config.default_retry = false;
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| KubeError::Config(Box::new(e)))?;
+    let client = builder.with_layer(&stack::Layer { timeout }).build();
     Ok((client, ns))
+}
+
+/// A client over any tower service (a mock API server) with crashdoc's
+/// layer on it, as [`client_with`] builds it over the network.
+pub fn client_over<S, B>(
+    service: S,
+    namespace: &str,
+    timeout: Option<std::time::Duration>,
+) -> kube::Client
+where
+    S: tower::Service<http::Request<kube::client::Body>, Response = http::Response<B>>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    kube::client::ClientBuilder::new(service, namespace)
+        .with_layer(&stack::Layer { timeout })
+        .build()
 }

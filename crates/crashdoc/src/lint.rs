@@ -110,6 +110,7 @@ async fn read_live(a: &LintArgs, want_nodes: bool) -> anyhow::Result<(Input, Opt
         a.kubeconfig.as_deref(),
         a.context.as_deref(),
         a.namespace.as_deref(),
+        Some(crashdoc_kube::REQUEST_TIMEOUT),
     )
     .await?;
     let ns = cluster.namespace().to_string();

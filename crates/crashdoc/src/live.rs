@@ -30,6 +30,10 @@ pub struct ClusterArgs {
     /// Do not read Secrets at all (no key-name checks). Secret values are never output either way.
     #[arg(long)]
     pub no_secret_keys: bool,
+    /// How long a request may wait for the API server's answer to begin (0: no limit);
+    /// a source that does not answer in time is reported missing.
+    #[arg(long, default_value = "30s", value_parser = crate::parse_duration)]
+    pub request_timeout: std::time::Duration,
 }
 
 impl ClusterArgs {
@@ -38,8 +42,14 @@ impl ClusterArgs {
             self.kubeconfig.as_deref(),
             self.context.as_deref(),
             self.namespace.as_deref(),
+            self.timeout(),
         )
         .await?)
+    }
+
+    /// `--request-timeout`, `None` for 0.
+    pub(crate) fn timeout(&self) -> Option<std::time::Duration> {
+        Some(self.request_timeout).filter(|t| !t.is_zero())
     }
 
     pub(crate) fn options(&self) -> CollectOptions {

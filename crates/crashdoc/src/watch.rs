@@ -169,9 +169,10 @@ pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
         anyhow::bail!("--webhook needs a URL");
     }
     live::runtime()?.block_on(async move {
-        let (client, default_ns) = crashdoc_kube::client(
+        let (client, default_ns) = crashdoc_kube::client_with(
             a.cluster.kubeconfig.as_deref(),
             a.cluster.context.as_deref(),
+            a.cluster.timeout(),
         )
         .await?;
         let ns = a.cluster.namespace.clone().unwrap_or(default_ns);
@@ -273,11 +274,18 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
         a.limit,
     )?;
     let records = store.list(&q)?;
+    let (keys, changes) = crashdoc_watch::history::key_history(&store, &records)?;
     let mut out = anstream::stdout();
     if a.format == crate::Format::Json {
         let v: Vec<serde_json::Value> = records
             .iter()
-            .map(crashdoc_watch::history::record_json)
+            .map(|r| {
+                crashdoc_watch::history::record_json_with_keys(
+                    r,
+                    keys.get(&r.id).map(Vec::as_slice),
+                    &changes,
+                )
+            })
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
@@ -299,6 +307,10 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
     }
     write!(out, "{}", table(&records))?;
     writeln!(out, "\n{}", by_reason(&records))?;
+    // What changed in the ConfigMaps and Secrets the pods referenced.
+    for c in &changes {
+        writeln!(out, "{}", crashdoc_watch::history::key_change_line(c))?;
+    }
     writeln!(
         out,
         "`crashdoc history --export ID -o crash.tar.gz` writes a capture as a bundle; `crashdoc analyze crash.tar.gz` shows its full diagnosis."

@@ -33,8 +33,8 @@ pub type Service = tower::util::BoxCloneService<
 pub enum Reply {
     Json(u16, Value),
     Text(u16, String),
-    /// An answer with extra headers (e.g. Retry-After).
-    WithHeaders(u16, Value, Vec<(&'static str, String)>),
+    /// An answer with extra headers (e.g. Retry-After); the body as is.
+    WithHeaders(u16, String, Vec<(&'static str, String)>),
     /// This answer, after a wait (tokio's clock: paused tests do not wait).
     Slow(Duration, Box<Reply>),
     /// A watch: these events, one JSON line each, then the stream ends.
@@ -176,7 +176,7 @@ async fn answer(mut reply: Reply) -> Result<Response<BoxBody<Bytes, BoxError>>, 
             for (k, v) in headers {
                 b = b.header(k, v);
             }
-            b.body(full(v.to_string()))?
+            b.body(full(v))?
         }
         Reply::Events(events) => {
             let lines: Vec<Result<http_body::Frame<Bytes>, BoxError>> = events

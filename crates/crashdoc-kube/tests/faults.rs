@@ -1,0 +1,298 @@
+//! The live side under faults, against the mock API server (tests/common),
+//! in plain `cargo test`: a 429 whose Retry-After is waited for (bounded),
+//! a response slower than the request timeout (abandoned, the source named
+//! missing, the diagnosis still made), and a watch broken by 410 Gone
+//! (re-listed, no termination lost). The clock is tokio's paused clock
+//! where the test measures a wait: no real sleeping.
+
+mod common;
+
+use common::{Mock, NS, Reply, list, ok, status};
+use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
+use crashdoc_core::model::Missing;
+use crashdoc_kube::{CollectOptions, Collection, Target};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const POD: &str = "/api/v1/namespaces/shop/pods/web-1";
+const PODS: &str = "/api/v1/namespaces/shop/pods";
+const LOG: &str = "/api/v1/namespaces/shop/pods/web-1/log";
+const EVENTS: &str = "/api/v1/namespaces/shop/events";
+const NODE: &str = "/api/v1/nodes/node-1";
+
+/// A bare pod (no owner, volumes or references) whose container was
+/// OOM-killed `restarts` times, the last finishing at `finished`.
+fn pod(restarts: i32, finished: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-1", "namespace": NS, "uid": "uid-1", "resourceVersion": "10"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "web:1",
+            "resources": {"limits": {"memory": "256Mi"}}}]},
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "web", "image": "web:1", "imageID": "", "ready": false, "restartCount": restarts,
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                "startedAt": finished, "finishedAt": finished}}}]}
+    })
+}
+
+fn events() -> Reply {
+    list(
+        "EventList",
+        vec![json!({"metadata": {"name": "web-1.1", "namespace": NS},
+        "involvedObject": {"kind": "Pod", "name": "web-1", "namespace": NS, "uid": "uid-1"},
+        "reason": "BackOff", "type": "Warning",
+        "message": "Back-off restarting failed container web in pod web-1"})],
+    )
+}
+
+fn cluster() -> Mock {
+    let m = Mock::default();
+    m.on(POD, vec![ok(pod(3, "2026-01-01T00:00:00Z"))])
+        .on(
+            LOG,
+            vec![Reply::Text(200, "loading weights\nKilled\n".into())],
+        )
+        .on(EVENTS, vec![events()])
+        .on(
+            NODE,
+            vec![ok(
+                json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}),
+            )],
+        );
+    m
+}
+
+fn opts() -> CollectOptions {
+    CollectOptions {
+        log_lines: Some(100),
+        log_bytes: 1 << 20,
+        secret_keys: true,
+    }
+}
+
+/// Collect web-1 through crashdoc's own client stack over the mock.
+async fn collect(m: &Mock, timeout: Option<Duration>) -> Collection {
+    let client = crashdoc_kube::client_over(m.service(), NS, timeout);
+    let target: Target = "web-1".parse().unwrap();
+    crashdoc_kube::scan::collect_target(client, NS, opts(), &target)
+        .await
+        .unwrap()
+}
+
+fn missing(p: &PodFiles) -> Vec<Missing> {
+    let f = p.files.iter().find(|(n, _)| n == "missing.json").unwrap();
+    serde_json::from_slice(&f.1).unwrap()
+}
+
+fn has(p: &PodFiles, name: &str) -> bool {
+    p.files.iter().any(|(n, _)| n == name)
+}
+
+fn cause(c: &Collection) -> String {
+    let report = crashdoc_core::diagnose_all(&read_memory(&c.pods));
+    report.pods[0]
+        .diagnoses
+        .first()
+        .map(|d| d.cause.id().to_string())
+        .unwrap_or_default()
+}
+
+fn throttled(after: &str) -> Reply {
+    Reply::WithHeaders(
+        429,
+        status(429, "TooManyRequests").to_string(),
+        vec![("retry-after", after.to_string())],
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_429_waits_what_its_retry_after_says() {
+    let m = cluster();
+    m.on(EVENTS, vec![throttled("4"), events()]);
+    let start = tokio::time::Instant::now();
+    let c = collect(&m, Some(Duration::from_secs(30))).await;
+    // 4 s, not the 200 ms back-off: nothing else in the collection waits.
+    assert_eq!(start.elapsed(), Duration::from_secs(4));
+    assert_eq!(m.calls(EVENTS), 2);
+    assert!(has(&c.pods[0], "events.json"));
+    assert!(missing(&c.pods[0]).is_empty(), "{:?}", missing(&c.pods[0]));
+    assert!(m.seen().iter().all(|s| s.method == "GET"));
+    assert_eq!(cause(&c), "oom-killed");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_retry_after_is_bounded_and_a_plain_text_429_is_understood() {
+    let m = cluster();
+    // The priority-and-fairness filter's answer: plain text and the header.
+    let apf = Reply::WithHeaders(
+        429,
+        "Too many requests, please try again later.\n".to_string(),
+        vec![
+            ("retry-after", "3600".into()),
+            ("content-type", "text/plain".into()),
+        ],
+    );
+    m.on(EVENTS, vec![apf, throttled("3600"), events()]);
+    let start = tokio::time::Instant::now();
+    let c = collect(&m, Some(Duration::from_secs(30))).await;
+    assert_eq!(
+        start.elapsed(),
+        2 * crashdoc_kube::retry::MAX_RETRY_AFTER,
+        "each wait cut to 10 s"
+    );
+    assert_eq!(m.calls(EVENTS), 3);
+    assert!(missing(&c.pods[0]).is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn throttled_to_the_end_is_missing_with_the_servers_words() {
+    let m = cluster();
+    m.on(EVENTS, vec![throttled("1")]);
+    let start = tokio::time::Instant::now();
+    let c = collect(&m, Some(Duration::from_secs(30))).await;
+    assert_eq!(m.calls(EVENTS), 3, "three attempts");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(2),
+        "1 s before each retry"
+    );
+    let gone = missing(&c.pods[0]);
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert_eq!(gone[0].what, "events");
+    assert!(gone[0].why.contains("429"), "{}", gone[0].why);
+    assert_eq!(cause(&c), "oom-killed", "the diagnosis is still made");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_response_slower_than_the_timeout_is_abandoned_and_named_missing() {
+    let m = cluster();
+    m.on(
+        EVENTS,
+        vec![Reply::Slow(Duration::from_secs(3600), Box::new(events()))],
+    );
+    let start = tokio::time::Instant::now();
+    let c = collect(&m, Some(Duration::from_secs(5))).await;
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(5),
+        "abandoned at the timeout"
+    );
+    assert_eq!(m.calls(EVENTS), 1, "not tried again");
+    let p = &c.pods[0];
+    assert!(!has(p, "events.json"));
+    let gone = missing(p);
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert_eq!(gone[0].what, "events");
+    assert!(
+        gone[0]
+            .why
+            .contains("no answer from the API server within 5s"),
+        "{}",
+        gone[0].why
+    );
+    // Everything else was read, and the diagnosis is made.
+    assert!(has(p, "pod.json") && has(p, "logs-previous.web.txt") && has(p, "node.json"));
+    assert_eq!(cause(&c), "oom-killed");
+    let report = crashdoc_core::diagnose_all(&read_memory(&c.pods));
+    let json = crashdoc_core::render::json(&report);
+    assert!(
+        json.contains("no answer from the API server within 5s"),
+        "{json}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_answer_inside_the_timeout_is_waited_for() {
+    let m = cluster();
+    m.on(
+        EVENTS,
+        vec![Reply::Slow(Duration::from_secs(4), Box::new(events()))],
+    );
+    let start = tokio::time::Instant::now();
+    let c = collect(&m, Some(Duration::from_secs(5))).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(4));
+    assert!(has(&c.pods[0], "events.json"));
+    assert!(missing(&c.pods[0]).is_empty());
+}
+
+/// The watch: a list, a watch broken by 410 Gone, a re-list in which the
+/// pod restarted twice more, then a watch that stays open.
+#[tokio::test]
+async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
+    let now = jiff::Timestamp::now();
+    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
+    let during = jiff::Timestamp::from_second(now.as_second())
+        .unwrap()
+        .to_string();
+    let m = cluster();
+    let pods = |p: Value, rv: &str| {
+        ok(
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": rv}, "items": [p]}),
+        )
+    };
+    m.on(
+        PODS,
+        vec![pods(pod(3, &before), "10"), pods(pod(5, &during), "20")],
+    );
+    let gone = json!({"type": "ERROR", "object": status(410, "Expired")});
+    m.on(
+        &format!("{PODS}?watch"),
+        vec![Reply::Events(vec![gone]), Reply::Open],
+    );
+    m.on(POD, vec![ok(pod(5, &during))]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = crashdoc_watch::Config {
+        namespace: Some(NS.into()),
+        label_selector: None,
+        db: dir.path().join("history.redb"),
+        retention: crashdoc_history::Retention::default(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        capture_concurrency: 1,
+        queue_capacity: 8,
+        collect: opts(),
+        leader: None,
+        webhooks: vec![],
+        notify_interval: Duration::from_secs(60),
+        capture_existing: false,
+        context: None,
+        verbose: false,
+    };
+    // Stop once the second watch is open and the capture has read the logs.
+    let watched = m.clone();
+    let stop = async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while (watched.calls(&format!("{PODS}?watch")) < 2 || watched.calls(LOG) < 2)
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let summary = crashdoc_watch::run(m.client(), cfg, stop).await.unwrap();
+
+    // Restarts 4 and 5 happened while the watch was broken: 5 is seen in
+    // the re-list's status, 4 is counted as unobserved; 3 was the baseline.
+    assert_eq!(summary.terminations, 1);
+    assert_eq!(summary.unobserved, 1);
+    assert_eq!(summary.captures, 1);
+    let seen = m.seen();
+    assert!(seen.iter().all(|s| s.method == "GET"), "{seen:?}");
+    let on_pods: Vec<(bool, &str)> = seen
+        .iter()
+        .filter(|s| s.path == PODS)
+        .map(|s| (s.watch(), s.query.as_str()))
+        .collect();
+    assert_eq!(
+        on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        [false, true, false, true],
+        "list, watch (410), re-list, watch: {on_pods:?}"
+    );
+    assert!(on_pods[1].1.contains("resourceVersion=10"), "{on_pods:?}");
+    assert!(on_pods[3].1.contains("resourceVersion=20"), "{on_pods:?}");
+    // The aborted retention task lets go of the database on its next poll.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let store = crashdoc_history::Store::open(&dir.path().join("history.redb")).unwrap();
+    assert_eq!(store.stats().unwrap().captures, 1);
+}
