@@ -358,3 +358,74 @@ fn no_secret_value_reaches_the_report() {
         c.coinciding
     );
 }
+
+#[test]
+fn one_revision_alone_is_no_comparison_and_offers_no_rollback() {
+    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
+    let rs = br#"{"kind":"List","items":[{"kind":"ReplicaSet","metadata":{"name":"web-7d9c6b5f8","creationTimestamp":"2026-11-30T10:00:00Z","labels":{"pod-template-hash":"7d9c6b5f8"},"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"app","image":"web:1.5.0"}]}}},"status":{"readyReplicas":0}}]}"#;
+    let pod = br#"{"kind":"Pod","metadata":{"name":"web-7d9c6b5f8-x2k4p","namespace":"shop","labels":{"pod-template-hash":"7d9c6b5f8"}},"status":{"containerStatuses":[{"name":"app","restartCount":3,"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"finishedAt":"2026-11-30T10:20:04Z"}}}]}}"#;
+    let files = |rs: &[u8]| PodFiles {
+        namespace: "shop".into(),
+        name: "web-7d9c6b5f8-x2k4p".into(),
+        files: vec![
+            ("pod.json".into(), pod.to_vec()),
+            ("replicasets.json".into(), rs.to_vec()),
+        ],
+    };
+    let report = crashdoc_core::diagnose_all(&read_memory(&[files(rs)]));
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.verdict, crashdoc_core::changes::Verdict::NoComparison);
+    assert!(c.revisions.last_healthy.is_none() && c.undo.is_none());
+    assert_eq!(c.revisions.failing.number, Some(1));
+    assert!(
+        report.pods[0].diagnoses[0]
+            .commands
+            .iter()
+            .all(|x| !x.contains("rollout undo"))
+    );
+    // The newest ReplicaSet fully ready and the pod of none of them: nothing failing to compare.
+    let ready = String::from_utf8(rs.to_vec())
+        .unwrap()
+        .replace("\"readyReplicas\":0", "\"readyReplicas\":2")
+        .replace(
+            "\"pod-template-hash\":\"7d9c6b5f8\"},\"annotations",
+            "\"pod-template-hash\":\"1111111111\"},\"annotations",
+        )
+        .replace("web-7d9c6b5f8\",\"creation", "web-1111111111\",\"creation");
+    let report = crashdoc_core::diagnose_all(&read_memory(&[files(ready.as_bytes())]));
+    assert!(
+        report.pods[0].changes.is_none(),
+        "{:?}",
+        report.pods[0].changes
+    );
+}
+
+#[test]
+fn another_workloads_pod_in_the_same_paste_is_not_a_revision() {
+    let files = fixture_files("two-pods");
+    let text = String::from_utf8(files[0].1.clone()).unwrap();
+    // The healthy pod becomes a pod of Deployment `api`, not of `web`.
+    let other = text
+        .replace("web-6d4cf56db6-hw8rt", "api-6d4cf56db6-hw8rt")
+        .replace("\"web-6d4cf56db6\"", "\"api-6d4cf56db6\"");
+    assert_ne!(other, text);
+    let ev = crashdoc_core::read_paste(other.as_bytes(), "pods.yaml").unwrap();
+    let report = crashdoc_core::diagnose_all(&ev);
+    let web = report
+        .pods
+        .iter()
+        .find(|p| p.name.as_deref() == Some("web-7d9c6b5f8-x2k4p"))
+        .unwrap();
+    assert!(web.changes.is_none(), "{:?}", web.changes);
+    // The same paste with both pods of `web` compares them.
+    let ev = crashdoc_core::read_paste(text.as_bytes(), "pods.yaml").unwrap();
+    let report = crashdoc_core::diagnose_all(&ev);
+    let with: Vec<_> = report
+        .pods
+        .iter()
+        .filter(|p| p.changes.is_some())
+        .map(|p| p.name.clone())
+        .collect();
+    // The crashing pod only: the healthy one has no crash to explain.
+    assert_eq!(with, [Some("web-7d9c6b5f8-x2k4p".to_string())]);
+}

@@ -86,19 +86,7 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
     if input.is_empty() {
         return None;
     }
-    let mut revs = revisions::collect(input);
-    let all_pods: Vec<&Sourced> = input
-        .workload_pods
-        .iter()
-        .chain(input.pods.iter())
-        .collect();
-    let extra = revisions::from_pods(&all_pods, &revs);
-    revs.extend(extra);
-    if revs.is_empty() || (!input.dedicated && revs.len() < 2) {
-        return None;
-    }
-    let name = pod.name.as_deref().unwrap_or("");
-    let subject = all_pods.iter().find(|p| p.name() == name).copied();
+    let (subject, all_pods, revs) = scope(pod, input)?;
     let failing_i = failing_index(&revs, subject, pod)?;
     let facts: Vec<PodFacts> = dedup_pods(&all_pods)
         .into_iter()
@@ -178,10 +166,11 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
         }),
         _ => None,
     };
-    let compared = healthy.is_some() || !config.is_empty();
+    // Without a healthy revision, config times have no window and no node
+    // has a healthy counterpart: nothing was compared.
     let verdict = if !coinciding.is_empty() {
         Verdict::Coincides
-    } else if compared {
+    } else if healthy.is_some() {
         Verdict::NothingExplains
     } else {
         Verdict::NoComparison
@@ -208,6 +197,53 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
         undo,
         workload,
     })
+}
+
+/// The pod's own status object, the pods of its workload and the
+/// workload's revisions; `None` when the pod does not crash or there is
+/// nothing to compare.
+type Scope<'a> = (Option<&'a Sourced>, Vec<&'a Sourced>, Vec<Revision>);
+
+fn scope<'a>(pod: &Pod, input: &'a RolloutInput) -> Option<Scope<'a>> {
+    let name = pod.name.as_deref().unwrap_or("");
+    let listed: Vec<&Sourced> = input
+        .workload_pods
+        .iter()
+        .chain(input.pods.iter())
+        .collect();
+    let subject = listed.iter().find(|p| p.name() == name).copied();
+    // A pod that neither restarts nor crash-loops has no first crash to explain.
+    // Its own status object decides when the input has it (a pasted list's
+    // fragments can lend one pod another's last state).
+    let restarting = match subject {
+        Some(s) => {
+            let f = PodFacts::of(s);
+            f.crashing || f.restarts > 0
+        }
+        None => pod.is_restarting(),
+    };
+    if !restarting {
+        return None;
+    }
+    // Only this pod's workload: a pasted pod list may hold other workloads.
+    let key = subject
+        .and_then(|s| revisions::workload_key(&s.value))
+        .or_else(|| model_workload(pod));
+    let same = |v: &serde_json::Value| key.is_none() || revisions::workload_key(v) == key;
+    let all_pods: Vec<&Sourced> = listed.into_iter().filter(|p| same(&p.value)).collect();
+    let mut revs: Vec<Revision> = revisions::collect(input)
+        .into_iter()
+        .filter(|r| match (&r.owner, &key) {
+            (Some((k, n)), Some((kk, kn))) => k == kk && n == kn,
+            _ => true,
+        })
+        .collect();
+    let extra = revisions::from_pods(&all_pods, &revs);
+    revs.extend(extra);
+    if revs.is_empty() || (!input.dedicated && revs.len() < 2) {
+        return None;
+    }
+    Some((subject, all_pods, revs))
 }
 
 fn dedup_pods<'a>(pods: &[&'a Sourced]) -> Vec<&'a Sourced> {
@@ -320,6 +356,18 @@ fn healthy_index(
         .iter()
         .find(|&&i| revs[i].number.is_some() && !crashed(i))
         .map(|&i| (i, "previous"))
+}
+
+/// The workload of a pod known only from its model (describe output).
+fn model_workload(pod: &Pod) -> Option<(String, String)> {
+    let o = match &pod.owner {
+        Some(o) if o.kind == "ReplicaSet" => {
+            crate::ingest::infer_owner(&format!("{}-xxxxx", o.name)).unwrap_or_else(|| o.clone())
+        }
+        Some(o) => o.clone(),
+        None => crate::ingest::infer_owner(pod.name.as_deref()?)?,
+    };
+    Some((o.kind, o.name))
 }
 
 /// `deployment/web`: the pod's owner, the revision's owner, the history header.

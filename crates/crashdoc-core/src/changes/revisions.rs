@@ -89,6 +89,33 @@ fn owner_ref(v: &Value) -> Option<(String, String)> {
     ))
 }
 
+/// The workload a pod belongs to: (`Deployment`, `web`) for a pod of
+/// ReplicaSet `web-<pod-template-hash>`, the StatefulSet or DaemonSet named
+/// by its owner, else what its name suggests.
+pub fn workload_key(pod: &Value) -> Option<(String, String)> {
+    match owner_ref(pod) {
+        Some((kind, name)) if kind == "ReplicaSet" => {
+            let base = label(pod, POD_TEMPLATE_HASH)
+                .and_then(|h| name.strip_suffix(&format!("-{h}")))
+                .map(str::to_string)
+                .or_else(|| {
+                    crate::ingest::infer_owner(&format!("{name}-xxxxx"))
+                        .filter(|o| o.kind == "Deployment")
+                        .map(|o| o.name)
+                });
+            Some(match base {
+                Some(b) => ("Deployment".into(), b),
+                None => (kind, name),
+            })
+        }
+        Some(k) => Some(k),
+        None => {
+            let o = crate::ingest::infer_owner(pod.pointer("/metadata/name")?.as_str()?)?;
+            Some((o.kind, o.name))
+        }
+    }
+}
+
 fn owner_name(pod: &Value) -> Option<String> {
     owner_ref(pod).map(|(_, n)| n)
 }
@@ -286,7 +313,13 @@ fn resource_kind(resource: &str) -> String {
 pub fn from_pods(pods: &[&Sourced], known: &[Revision]) -> Vec<Revision> {
     let mut out: Vec<Revision> = Vec::new();
     for p in pods {
-        if known.iter().any(|r| r.runs(&p.value)) {
+        // A status without a spec is no template to compare.
+        let has_spec = p
+            .value
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .is_some_and(|c| !c.is_empty());
+        if !has_spec || known.iter().any(|r| r.runs(&p.value)) {
             continue;
         }
         let hash = label(&p.value, POD_TEMPLATE_HASH)
