@@ -169,6 +169,59 @@ for ref in "${SCENARIOS[@]}"; do
   check "$ref" "$OUT/$name.analyze.json" "capture -> analyze $ref"
 done
 
+# ---------------------------------------------------------------- watch: key history
+# crashdoc watch keeps the key names of each capture's ConfigMaps: two rounds
+# of regress-restart crashes (its failing pod deleted, the ReplicaSet makes
+# another), PGUSER removed from regress-restart-config in between;
+# `crashdoc history` must place the disappearance between the two rounds.
+BASE="${CRASHDOC_CLUSTER_PORT_BASE:-36400}"
+DB="$OUT/history.redb"
+history_count() {
+  "$CRASHDOC" history deploy/regress-restart -n "$NS" --db "$DB" --format json 2>/dev/null | jq 'length' 2>/dev/null || echo 0
+}
+wait_captures() { # wait_captures N: until the history holds N captures of regress-restart (90 s)
+  local t0; t0=$(date +%s)
+  until (( $(history_count) >= $1 )); do (( $(date +%s) - t0 > 90 )) && return 1; sleep 1; done
+}
+"$CRASHDOC" watch -n "$NS" --kubeconfig "$RO" --db "$DB" --listen "127.0.0.1:$((BASE + 75))" > "$OUT/watch.log" 2>&1 &
+wpid=$!
+t0=$(date +%s)
+until curl -fsS "http://127.0.0.1:$((BASE + 75))/readyz" >/dev/null 2>&1; do (( $(date +%s) - t0 > 20 )) && break; sleep 0.5; done
+kubectl -n "$NS" delete pod -l crashdoc.test/scenario=regress-restart --wait=false >/dev/null
+if wait_captures 2; then
+  first=$(history_count)
+  cut_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  kubectl -n "$NS" patch configmap regress-restart-config --type json -p '[{"op": "remove", "path": "/data/PGUSER"}]' >/dev/null
+  kubectl -n "$NS" delete pod -l crashdoc.test/scenario=regress-restart --wait=false >/dev/null
+  wait_captures $((first + 2)) || fail "watch: no second round of captures"
+else
+  fail "watch: no capture of regress-restart in 90 s (see $OUT/watch.log)"
+fi
+kill -TERM "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+"$CRASHDOC" history deploy/regress-restart -n "$NS" --db "$DB" > "$OUT/history.txt" 2>&1
+"$CRASHDOC" history deploy/regress-restart -n "$NS" --db "$DB" --format json > "$OUT/history.json" 2>&1
+line=$(grep -F 'ConfigMap crashdoc-regress/regress-restart-config (Deployment/regress-restart): key PGUSER disappeared between capture' "$OUT/history.txt")
+# The change lies between the last capture before the patch and the first after it.
+between=$(jq -r --arg cut "${cut_at:-}" '
+  [.[] | {id, at: .observed_at}] as $all
+  | [.[] | .config_key_changes[]? | select(.removed == ["PGUSER"] and .added == [] and .kind == "ConfigMap")] as $c
+  | if ($c | length) != 1 then "changes: \($c | length)"
+    else $c[0] as $x
+      | ([$all[] | select(.at < $cut) | .id] | max) as $before
+      | ([$all[] | select(.at >= $cut) | .id] | min) as $after
+      | if $x.before_id == $before and $x.after_id == $after then "ok \($x.before_id) \($x.after_id)"
+        else "between \($x.before_id) and \($x.after_id), expected \($before) and \($after)" end end' "$OUT/history.json" 2>/dev/null)
+keys_kept=$(jq '[.[] | .config_keys[]? | select(.name == "regress-restart-config")] | length' "$OUT/history.json" 2>/dev/null)
+if [[ -n "$line" && "$between" == ok* ]]; then
+  ok "watch -> history: $(sed 's/ (Deployment[^)]*)//' <<<"$line" | cut -c1-200) ($keys_kept captures kept its key names)"
+else
+  fail "watch -> history: line '${line:-none}', json: ${between:-unreadable} (see $OUT/history.txt)"
+fi
+# Key names only: no "KEY": "value" of the ConfigMap anywhere in the history's JSON.
+if grep -qE '"PG(USER|DATABASE)"[[:space:]]*:' "$OUT/history.json"; then
+  fail "watch -> history: a ConfigMap value is in the history"
+fi
+
 if audit=$("$TESTS/audit-verbs.sh" crashdoc-e2e-reader 2>&1); then
   ok "audit log: the read-only user used only get/list/watch ($(awk '{s+=$1} END {print s}' <<< "$audit") requests so far)"
 else

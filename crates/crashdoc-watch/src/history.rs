@@ -91,7 +91,8 @@ pub struct KeyChange {
     pub before: jiff::Timestamp,
     pub after_id: u64,
     pub after: jiff::Timestamp,
-    /// The object's last change as the later capture read it (managedFields).
+    /// The object's last change as the later capture read it (managedFields),
+    /// when it lies after the earlier capture.
     pub changed: Option<String>,
 }
 
@@ -133,7 +134,15 @@ pub fn key_changes(records: &[Record], keys: &KeySets) -> Vec<KeyChange> {
                     before: prev.1,
                     after_id: r.id,
                     after: c.observed_at,
-                    changed: k.changed.clone(),
+                    // Only a time after the earlier capture dates the change:
+                    // removing a key (patch, edit) takes no field, so the API
+                    // server stamps no managedFields time for it
+                    // (apimachinery v0.36.3, pkg/util/managedfields/internal/
+                    // managedfieldsupdater.go, Update).
+                    changed: k
+                        .changed
+                        .clone()
+                        .filter(|t| t.parse::<jiff::Timestamp>().is_ok_and(|t| t > prev.1)),
                 };
             match k.exists {
                 Some(true) => {
@@ -305,6 +314,14 @@ mod tests {
             line.contains("last changed at 2026-12-01T10:05:00Z"),
             "{line}"
         );
+        // Near miss: a time from before the earlier capture dates nothing.
+        let mut stale = keys.clone();
+        if let Some(k) = stale.get_mut(&4) {
+            k[0].changed = Some("2020-01-01T00:00:00Z".into());
+        }
+        let c = &key_changes(&records, &stale)[0];
+        assert_eq!(c.changed, None);
+        assert!(!key_change_line(c).contains("last changed"));
         let v = record_json_with_keys(&records[0], keys.get(&4).map(Vec::as_slice), &changes);
         assert_eq!(v["config_key_changes"][0]["removed"][0], "MODEL_NAME");
         assert_eq!(v["config_keys"][0]["keys"][1], "model_name");
