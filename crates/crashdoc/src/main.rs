@@ -246,7 +246,9 @@ Examples:
 
 Least privilege works: when events, logs, secrets or nodes are forbidden the
 diagnosis still comes and names what it could not read and the RBAC rule that
-would let it.";
+would let it. A source the API server has not begun to answer within --request-timeout
+is named missing the same way; a 429 or 503 is retried after its Retry-After (at most
+10 s). -v prints the requests and the time of each sequential wave on stderr.";
 
 const VERIFY_HELP: &str =
     "Wait for a rollout as its controller reports it, then watch the restart counts,
