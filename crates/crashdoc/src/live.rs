@@ -275,14 +275,16 @@ pub async fn verify(
     let v = crashdoc_kube::verify::verify(client, ns, kind, &target.name, opts, &say).await?;
     let (reason, failing) = match v.verdict {
         Verdict::Held { pods, waited } => {
-            eprintln!(
-                "verified: {}/{} rolled out and its {pods} new pod(s) held for {}s ({}s in all)",
-                kind.short(),
-                target.name,
-                stable.as_secs(),
-                waited.as_secs()
+            eprint!(
+                "{}",
+                held(
+                    &format!("{}/{}", kind.short(), target.name),
+                    pods,
+                    stable,
+                    waited,
+                    &v.revisions
+                )
             );
-            eprintln!("{}", v.revisions.line());
             if format == crate::Format::Json {
                 println!(
                     "{}",
@@ -317,6 +319,22 @@ pub async fn verify(
     Ok(false)
 }
 
+/// `verify`'s lines on stderr when the rollout held.
+fn held(
+    target: &str,
+    pods: usize,
+    stable: std::time::Duration,
+    waited: std::time::Duration,
+    revisions: &crashdoc_kube::verify::Revisions,
+) -> String {
+    format!(
+        "verified: {target} rolled out and its {pods} new pod(s) held for {}s ({}s in all)\n{}\n",
+        stable.as_secs(),
+        waited.as_secs(),
+        revisions.line()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +363,29 @@ mod tests {
         assert!(
             text.contains("resolve:    1 requests       0.0 ms"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_held_rollout_says_the_workload_its_pods_and_the_restarts_by_revision() {
+        let r = crashdoc_kube::verify::Revisions {
+            new_revision: "db-6c4f9d8b77".into(),
+            new_pods: 3,
+            new_restarts: 0,
+            old_pods: 3,
+            old_restarts: 41,
+        };
+        assert_eq!(
+            held(
+                "sts/db",
+                3,
+                Duration::from_secs(300),
+                Duration::from_secs(412),
+                &r
+            ),
+            "verified: sts/db rolled out and its 3 new pod(s) held for 300s (412s in all)
+restarts: new revision db-6c4f9d8b77 (3 pods): 0; old revisions (3 pods seen): 41
+"
         );
     }
 }
