@@ -429,3 +429,28 @@ fn another_workloads_pod_in_the_same_paste_is_not_a_revision() {
     // The crashing pod only: the healthy one has no crash to explain.
     assert_eq!(with, [Some("web-7d9c6b5f8-x2k4p".to_string())]);
 }
+
+#[test]
+fn a_paste_of_the_pod_and_its_replica_sets_compares_them() {
+    let files = fixture_files("replicasets-only");
+    let text =
+        |n: &str| String::from_utf8(files.iter().find(|(f, _)| f == n).unwrap().1.clone()).unwrap();
+    let paste = format!(
+        "$ kubectl get pod web-7d9c6b5f8-x2k4p -n shop -o json\n{}\n$ kubectl get rs -n shop -l app=web -o json\n{}",
+        text("pod.json"),
+        text("replicasets.json")
+    );
+    let report =
+        crashdoc_core::diagnose_all(&crashdoc_core::read_paste(paste.as_bytes(), "paste").unwrap());
+    assert_eq!(report.pods.len(), 1);
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.revisions.failing.number, Some(3));
+    assert_eq!(
+        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
+        Some(2)
+    );
+    assert_eq!(
+        c.undo.as_deref(),
+        Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
+    );
+}

@@ -29,7 +29,7 @@ pub struct Objects {
 /// Parse YAML or JSON text into a tree. Falls back to a tolerant reader for
 /// truncated or mangled YAML, and says so.
 pub fn parse_tree(text: &str) -> (Option<Value>, Option<String>) {
-    let t = text.trim_start_matches('\u{feff}');
+    let t = skip_command_line(text.trim_start_matches('\u{feff}'));
     if t.trim_start().starts_with(['{', '[']) {
         match serde_json::from_str::<Value>(t) {
             Ok(v) => return (Some(v), None),
@@ -52,6 +52,21 @@ pub fn parse_tree(text: &str) -> (Option<Value>, Option<String>) {
             )
         }
     }
+}
+
+/// A paste's section starts with the `$ kubectl get ... -o json|yaml` line
+/// that printed it: the objects are what follows.
+fn skip_command_line(t: &str) -> &str {
+    let first = t.trim_start().lines().next().unwrap_or("");
+    let cmd = first
+        .trim_start_matches(['$', '#', '>'])
+        .split_whitespace()
+        .next();
+    if matches!(cmd, Some("kubectl" | "oc" | "k" | "kc")) && first.contains(" get ") {
+        let start = t.len() - t.trim_start().len() + first.len();
+        return t.get(start..).unwrap_or(t);
+    }
+    t
 }
 
 /// Read every object in a YAML or JSON document.
@@ -962,5 +977,21 @@ status:
             o.pods[0].containers[0].last_termination().unwrap().exit(),
             Some(137)
         );
+    }
+
+    #[test]
+    fn a_pasted_get_command_line_is_not_part_of_the_objects() {
+        let (v, partial) = parse_tree(
+            "$ kubectl get pod web-1 -n shop -o json\n{\"kind\": \"Pod\", \"metadata\": {\"name\": \"web-1\"}}\n",
+        );
+        assert_eq!(partial, None);
+        assert_eq!(v.unwrap()["metadata"]["name"], "web-1");
+        let (v, partial) =
+            parse_tree("kubectl get rs -o yaml\nkind: ReplicaSet\nmetadata:\n  name: web-a\n");
+        assert_eq!(partial, None);
+        assert_eq!(v.unwrap()["metadata"]["name"], "web-a");
+        // Near miss: a line that is no get command stays (and breaks the JSON).
+        let (_, partial) = parse_tree("$ kubectl logs web-1\n{\"kind\": \"Pod\"}\n");
+        assert!(partial.is_some());
     }
 }
