@@ -454,3 +454,42 @@ fn a_paste_of_the_pod_and_its_replica_sets_compares_them() {
         Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
     );
 }
+
+#[test]
+fn a_describe_and_two_history_revisions_find_the_failing_one_by_its_owner() {
+    let files = fixture_files("history");
+    let history = String::from_utf8(
+        files
+            .iter()
+            .find(|(f, _)| f == "rollout-history.txt")
+            .unwrap()
+            .1
+            .clone(),
+    )
+    .unwrap();
+    // No pod object: the describe's `Controlled By` names revision 3's ReplicaSet.
+    let describe = "Name:         web-7d9c6b5f8-x2k4p\nNamespace:    shop\nControlled By:  ReplicaSet/web-7d9c6b5f8\nContainers:\n  app:\n    Image:          registry.example.com/web:1.5.0\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    1\n    Restart Count:  6\n";
+    let paste = format!(
+        "$ kubectl describe pod web-7d9c6b5f8-x2k4p -n shop\n{describe}$ kubectl rollout history deploy/web -n shop --revision=2\n{history}"
+    );
+    let report =
+        crashdoc_core::diagnose_all(&crashdoc_core::read_paste(paste.as_bytes(), "paste").unwrap());
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.revisions.failing.number, Some(3));
+    assert_eq!(
+        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
+        Some(2)
+    );
+    assert_eq!(
+        c.undo.as_deref(),
+        Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
+    );
+    // Owned by revision 2's ReplicaSet instead: revision 2 fails, nothing older to compare.
+    let paste2 = paste.replace("ReplicaSet/web-7d9c6b5f8", "ReplicaSet/web-6d4cf56db6");
+    let report = crashdoc_core::diagnose_all(
+        &crashdoc_core::read_paste(paste2.as_bytes(), "paste").unwrap(),
+    );
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.revisions.failing.number, Some(2));
+    assert!(c.undo.is_none());
+}

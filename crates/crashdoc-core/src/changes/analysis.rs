@@ -299,8 +299,12 @@ fn failing_index(revs: &[Revision], subject: Option<&Sourced>, pod: &Pod) -> Opt
     {
         return Some(i);
     }
+    // `Controlled By: ReplicaSet/web-7d9c6b5f8` of a describe: the
+    // ReplicaSet's name, or the Deployment's name and the revision's hash.
     if let Some(o) = &pod.owner
-        && let Some(i) = revs.iter().position(|r| r.name == o.name)
+        && let Some(i) = revs.iter().position(|r| {
+            r.name == o.name || r.hashes.iter().any(|h| o.name.ends_with(&format!("-{h}")))
+        })
     {
         return Some(i);
     }
