@@ -25,16 +25,19 @@ RO="$ROOT/target/cluster/kubeconfig-readonly"
 eval "$("$ROOT/scripts/cluster" env)"
 export KUBECONFIG="$ROOT/target/cluster/kubeconfig"
 
-passed=0 failed=0
+passed=0 failed=0 known_n=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+# a scenario marked in expected.tsv's third column (known: ...) is a known failure of crashdoc:
+# printed as KNOWN, counted apart (not passed, not failed)
+fail_or_known() { if [[ -n "${known:-}" ]]; then echo "KNOWN $* (${known#known: })"; known_n=$((known_n + 1)); else fail "$*"; fi; }
 cause_of() { jq -r '.pods[0].diagnoses[0].cause // "none"' "$1" 2>/dev/null || echo "bad-json"; }
 
 [[ -x "$CRASHDOC" ]] || { echo "FAIL $CRASHDOC not built"; echo "0 passed, 1 failed"; exit 1; }
 [[ -f "$RO" ]] || { echo "FAIL no read-only kubeconfig at $RO"; echo "0 passed, 1 failed"; exit 1; }
 rm -rf "$OUT"; mkdir -p "$OUT"
 
-while IFS=$'\t' read -r ref expected; do
+while IFS=$'\t' read -r ref expected known; do
   [[ -z "$ref" || "$ref" == \#* ]] && continue
   name=${ref#*/}
   start=$(date +%s%N)
@@ -43,7 +46,7 @@ while IFS=$'\t' read -r ref expected; do
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   got=$(cause_of "$OUT/$name.diagnose.json")
   stats=$(grep -o 'with [0-9]* API requests in [0-9]* sequential waves' "$OUT/$name.diagnose.stderr" || true)
-  if [[ "$got" == "$expected" ]]; then ok "diagnose $ref: $got (${ms} ms, $stats)"; else fail "diagnose $ref: want $expected, got $got (see $OUT/$name.diagnose.*)"; fi
+  if [[ "$got" == "$expected" ]]; then ok "diagnose $ref: $got (${ms} ms, $stats)"; else fail_or_known "diagnose $ref: want $expected, got $got (see $OUT/$name.diagnose.*)"; fi
   "$CRASHDOC" analyze "$OUT/$name.tar.gz" --format json > "$OUT/$name.analyze.json" 2> "$OUT/$name.analyze.stderr"
   again=$(cause_of "$OUT/$name.analyze.json")
   if [[ "$again" == "$got" ]]; then ok "capture -> analyze $ref: $again"; else fail "capture -> analyze $ref: live said $got, the bundle says $again"; fi
@@ -51,11 +54,11 @@ done < "$TESTS/scenarios/expected.tsv"
 
 # scan: every scenario's workload, with its cause.
 "$CRASHDOC" -v scan -n "$NS" --kubeconfig "$RO" --format json > "$OUT/scan.json" 2> "$OUT/scan.stderr"
-while IFS=$'\t' read -r ref expected; do
+while IFS=$'\t' read -r ref expected known; do
   [[ -z "$ref" || "$ref" == \#* ]] && continue
   name=${ref#*/}
   got=$(jq -r --arg n "$name" '[.pods[] | select(.name | startswith($n + "-")) | .diagnoses[0].cause] | first // "missing"' "$OUT/scan.json" 2>/dev/null)
-  if [[ "$got" == "$expected" ]]; then ok "scan $ref: $got"; else fail "scan $ref: want $expected, got $got"; fi
+  if [[ "$got" == "$expected" ]]; then ok "scan $ref: $got"; else fail_or_known "scan $ref: want $expected, got $got"; fi
 done < "$TESTS/scenarios/expected.tsv"
 
 # scan as people read it: one line per workload (the Deployment, not its
@@ -63,7 +66,7 @@ done < "$TESTS/scenarios/expected.tsv"
 # adds the container and its exit code.
 "$CRASHDOC" scan -n "$NS" --kubeconfig "$RO" > "$OUT/scan.txt" 2> "$OUT/scan-text.stderr"
 "$CRASHDOC" scan -n "$NS" --kubeconfig "$RO" -o wide > "$OUT/scan-wide.txt" 2> "$OUT/scan-wide.stderr"
-while IFS=$'\t' read -r ref expected; do
+while IFS=$'\t' read -r ref expected known; do
   [[ -z "$ref" || "$ref" == \#* ]] && continue
   name=${ref#*/}
   case ${ref%%/*} in
@@ -74,11 +77,11 @@ while IFS=$'\t' read -r ref expected; do
     *) kind=? short=? ;;
   esac
   wl=$(jq -r --arg n "$name" '[.pods[] | select(.name | startswith($n + "-")) | .workload] | unique | join(",")' "$OUT/scan.json" 2>/dev/null)
-  if [[ "$wl" == "$kind/$name" ]]; then ok "scan json $ref: workload $wl"; else fail "scan json $ref: workload '$wl', want $kind/$name"; fi
+  if [[ "$wl" == "$kind/$name" ]]; then ok "scan json $ref: workload $wl"; else fail_or_known "scan json $ref: workload '$wl', want $kind/$name"; fi
   lines=$(awk -v t="$short/$name" '$1 == "'"$NS"'" && $2 == t' "$OUT/scan.txt")
   if [[ $(grep -c . <<<"$lines") == 1 && $(awk '{print $4}' <<<"$lines") == "$expected" && $(awk '{print NF}' <<<"$lines") -gt 4 ]]; then
     ok "scan text $ref: one line, $short/$name $expected, why: $(cut -d' ' -f5- <<<"$(tr -s ' ' <<<"$lines")" | cut -c1-60)"
-  else fail "scan text $ref: want one line '$short/$name ... $expected WHY', got: ${lines:-none}"; fi
+  else fail_or_known "scan text $ref: want one line '$short/$name ... $expected WHY', got: ${lines:-none}"; fi
 done < "$TESTS/scenarios/expected.tsv"
 # Never a ReplicaSet: every Deployment scenario's pods are folded to it.
 if ! awk 'NR > 1 {print $2}' "$OUT/scan.txt" | grep -q '^rs/'; then ok "scan text: no ReplicaSet lines ($(grep -c "^$NS " "$OUT/scan.txt") workload lines)"
@@ -168,5 +171,6 @@ if [[ -f "$ROOT/target/cluster/kubeconfig-minimal" ]]; then
   fi
 fi
 
+(( known_n )) && echo "$known_n known failure(s) of crashdoc (KNOWN lines, expected.tsv column 3): not counted as passed or failed"
 echo "$passed passed, $failed failed"
 [[ $failed == 0 ]]

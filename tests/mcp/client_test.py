@@ -384,10 +384,13 @@ async def live_planted(s, ns, c: Checks):
 
 async def live(binary, ns, kubeconfig, c: Checks):
     expected = []
+    known = {}  # expected.tsv's third column "known: ...": a known failure of crashdoc, printed, not counted
     for line in (ROOT / "tests/cluster/scenarios/expected.tsv").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
-            ref, cause = line.split("\t")
+            ref, cause, *mark = line.split("\t")
             expected.append((ref, cause))
+            if mark and mark[0].strip():
+                known[ref] = mark[0].removeprefix("known: ")
     seen = ""
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "history.redb"
@@ -398,6 +401,9 @@ async def live(binary, ns, kubeconfig, c: Checks):
                 ms = int((time.monotonic() - start) * 1000)
                 seen += whole(r)
                 got = top(r.structured_content) if not r.is_error else "error: " + text_of(r)[:120]
+                if got != cause and ref in known:
+                    print(f"KNOWN mcp diagnose {ref}: {got} (want {cause}; {known[ref]})", flush=True)
+                    continue
                 c.check(got == cause, f"mcp diagnose {ref}: {got} (want {cause}; {ms} ms)")
             ref, cause = expected[0]
             out = Path(d) / "capture.tar.gz"
@@ -417,7 +423,9 @@ async def live(binary, ns, kubeconfig, c: Checks):
             for ref, cause in expected:
                 name = ref.split("/", 1)[1]
                 got = next((p["diagnoses"][0]["cause"] for p in pods if (p.get("name") or "").startswith(name + "-")), "missing")
-                if got != cause:
+                if got != cause and ref in known:
+                    print(f"KNOWN mcp scan {ref}: {got} (want {cause}; {known[ref]})", flush=True)
+                elif got != cause:
                     missing.append(f"{ref}: {got}")
             c.check(
                 not r.is_error and not missing and v.get("groups") and v.get("scanned", 0) >= len(expected),
