@@ -26,6 +26,7 @@
 # runs after the scenarios and adds one line (and one count) to the summary.
 # CRASHDOC_MCP=0 skips the MCP client's live calls (tests/mcp/run.sh --live), one more line.
 # CRASHDOC_LINT_LIVE=0 skips `crashdoc lint --live` (tests/cluster/lint-live.sh), one more line.
+# CRASHDOC_REGRESSIONS=0 skips the rollout regressions (tests/cluster/regressions.sh), one more line.
 # CRASHDOC_WATCH=1 runs the watch drills (tests/cluster/watch.sh) after live.sh,
 # one more line; CRASHDOC_WATCH_STORM=1 adds their storm drill.
 # CRASHDOC_FAULTS=0 skips the fault drills through tools/faultproxy (tests/cluster/faults.sh), one more line.
@@ -155,6 +156,19 @@ if (( have_crashdoc )) && [[ "${CRASHDOC_LIVE:-1}" != 0 && -x "$TESTS/live.sh" ]
   else
     echo "FAIL live.sh: $live_summary: $(grep '^FAIL' "$ROOT/target/cluster/live.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/live.txt)"
     failed=$((failed + 1))
+  fi
+fi
+
+# Rollout regressions (tests/cluster/regressions.sh: five workloads rolled from a
+# healthy revision to a failing one in namespace crashdoc-regress on their own
+# nodes; diagnose and capture -> analyze must say what changed) count as one
+# line; their own lines and figures go to target/cluster/regressions.txt.
+# CRASHDOC_REGRESSIONS=0 skips them.
+if (( have_crashdoc )) && [[ "${CRASHDOC_REGRESSIONS:-1}" != 0 && -x "$TESTS/regressions.sh" ]]; then
+  if CRASHDOC_BIN="$CRASHDOC" "$TESTS/regressions.sh" > "$ROOT/target/cluster/regressions.txt" 2>&1; then
+    echo "PASS regressions.sh: $(tail -n1 "$ROOT/target/cluster/regressions.txt")"; passed=$((passed + 1))
+  else
+    echo "FAIL regressions.sh: $(tail -n1 "$ROOT/target/cluster/regressions.txt"): $(grep '^FAIL' "$ROOT/target/cluster/regressions.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/regressions.txt)"; failed=$((failed + 1))
   fi
 fi
 
