@@ -82,6 +82,20 @@ fn an_image_change_coincides_and_the_undo_names_the_healthy_revision() {
     );
     assert_eq!(c["first_crash"]["at"], "2026-11-30T10:00:40Z");
     assert_eq!(c["first_crash"]["node"], "ip-10-0-1-11");
+    // Each crashing pod's first crash and node; the healthy pod is not one.
+    let each: Vec<(&str, &str)> = c["first_crashes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["pod"].as_str().unwrap(), f["node"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        each,
+        [
+            ("web-7d9c6b5f8-x2k4p", "ip-10-0-1-11"),
+            ("web-7d9c6b5f8-q9z7m", "ip-10-0-1-12")
+        ]
+    );
     // The timeline is in time order and joins rollouts and first crashes.
     let at: Vec<&str> = c["timeline"]
         .as_array()

@@ -68,7 +68,10 @@ pub struct ChangesReport {
     pub template: Vec<Change>,
     pub config: Vec<ConfigChange>,
     pub nodes: Vec<NodeDiff>,
+    /// The earliest first crash of the failing revision's pods.
     pub first_crash: Option<FirstCrash>,
+    /// Each crashing pod's first crash and node, earliest first.
+    pub first_crashes: Vec<FirstCrash>,
     pub timeline: Vec<TimelineEntry>,
     /// The changes that coincide with the first crash, one sentence each.
     pub coinciding: Vec<String>,
@@ -102,11 +105,17 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
         .iter()
         .filter(|p| failing.runs(&p.source.value) && p.crashing)
         .collect();
-    let first_crash = crashing
+    // Each crashing pod's first crash, earliest first; the pod's model when
+    // the input has no status object of it.
+    let mut first_crashes: Vec<FirstCrash> = crashing
         .iter()
         .filter_map(|p| pods::first_crash(p, &input.events))
-        .min_by_key(|f| f.secs())
-        .or_else(|| model_first_crash(pod));
+        .collect();
+    if first_crashes.is_empty() {
+        first_crashes.extend(model_first_crash(pod));
+    }
+    first_crashes.sort_by_key(|f| (f.secs(), f.pod.clone()));
+    let first_crash = first_crashes.first().cloned();
 
     let template: Vec<Change> = match healthy {
         Some((h, _)) => diff_templates(&h.template, &failing.template)
@@ -175,13 +184,7 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
     } else {
         Verdict::NoComparison
     };
-    let timeline = timeline(
-        &revs,
-        &config,
-        &crashing,
-        &input.events,
-        first_crash.as_ref(),
-    );
+    let timeline = timeline(&revs, &config, &first_crashes);
     Some(ChangesReport {
         verdict,
         revisions: RevisionPair {
@@ -192,6 +195,7 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
         config,
         nodes,
         first_crash,
+        first_crashes,
         timeline,
         coinciding,
         undo,
@@ -427,9 +431,7 @@ fn model_first_crash(pod: &Pod) -> Option<FirstCrash> {
 fn timeline(
     revs: &[Revision],
     config: &[ConfigChange],
-    crashing: &[&PodFacts],
-    events: &[crate::ingest::rollout::TimedEvent],
-    first: Option<&FirstCrash>,
+    crashes: &[FirstCrash],
 ) -> Vec<TimelineEntry> {
     let mut out: Vec<(i64, TimelineEntry)> = Vec::new();
     let mut push = |at: &str, what: String, cite: Cite| {
@@ -457,15 +459,6 @@ fn timeline(
         if let Some(at) = &c.changed {
             push(at, format!("{} {} changed", c.kind, c.name), c.cite.clone());
         }
-    }
-    let mut crashes: Vec<FirstCrash> = crashing
-        .iter()
-        .filter_map(|p| pods::first_crash(p, events))
-        .collect();
-    if crashes.is_empty()
-        && let Some(f) = first
-    {
-        crashes.push(f.clone());
     }
     for f in crashes {
         let on = f
