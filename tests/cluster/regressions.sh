@@ -249,7 +249,7 @@ for target in "pod/$pod" deploy/regress-image; do
     done
     ms=$(median < "$OUT/bench.ms")
     echo "$ms" > "$OUT/bench.$variant.${target%%/*}"
-    echo "diagnose $target, $variant (revisions source $([[ $variant == before ]] && echo off || echo on)): ${ms} ms, $(grep -o '[0-9]* API requests in [0-9]* sequential waves' "$OUT/bench.stderr")"
+    echo "diagnose $target, $variant (revisions source $([[ $variant == before ]] && echo off || echo on)): ${ms} ms, $(grep -o '[0-9]* API requests in [0-9]* sequential waves' "$OUT/bench.stderr") ($(grep -E '^ +(resolve|wave)' "$OUT/bench.stderr" | tr -s ' ' | sed 's/^ //' | paste -sd ';' - | sed 's/;/; /g'), last run)"
   done
 done
 : > "$OUT/kubectl.ms"
