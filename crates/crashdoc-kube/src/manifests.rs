@@ -77,13 +77,17 @@ pub async fn list(
                 None => Api::all(client.clone()),
                 Some(ns) => Api::namespaced(client.clone(), ns),
             };
-            async move { api.list(&ListParams::default()).await }
+            async move {
+                let lp = ListParams::default();
+                crate::retry::read(3, || api.list(&lp)).await
+            }
         }};
     }
     let node_list = async {
         if nodes {
             let api: Api<core::Node> = Api::all(client.clone());
-            Some(api.list(&ListParams::default()).await)
+            let lp = ListParams::default();
+            Some(crate::retry::read(3, || api.list(&lp)).await)
         } else {
             None
         }

@@ -348,7 +348,9 @@ impl Verifier<'_> {
         match self.kind {
             Kind::Deployment => {
                 let api: Api<Deployment> = Api::namespaced(self.client.clone(), self.ns);
-                let d = api.get(self.name).await.map_err(|e| self.error(e))?;
+                let d = read(|| api.get(self.name))
+                    .await
+                    .map_err(|e| self.error(e))?;
                 let failed = d
                     .status
                     .iter()
@@ -377,7 +379,9 @@ impl Verifier<'_> {
             }
             Kind::StatefulSet => {
                 let api: Api<StatefulSet> = Api::namespaced(self.client.clone(), self.ns);
-                let s = api.get(self.name).await.map_err(|e| self.error(e))?;
+                let s = read(|| api.get(self.name))
+                    .await
+                    .map_err(|e| self.error(e))?;
                 let update = s
                     .status
                     .as_ref()
@@ -392,7 +396,9 @@ impl Verifier<'_> {
             }
             Kind::DaemonSet => {
                 let api: Api<DaemonSet> = Api::namespaced(self.client.clone(), self.ns);
-                let d = api.get(self.name).await.map_err(|e| self.error(e))?;
+                let d = read(|| api.get(self.name))
+                    .await
+                    .map_err(|e| self.error(e))?;
                 Ok(Look {
                     step: daemonset_step(&d).map_err(strategy)?,
                     failed: None,
@@ -412,7 +418,7 @@ impl Verifier<'_> {
             New::Hash(h) => Some(h.clone()).filter(|h| !h.is_empty()),
             New::ReplicaSetRevision(rev) => {
                 let rss: Api<ReplicaSet> = Api::namespaced(self.client.clone(), self.ns);
-                rss.list(lp)
+                read(|| rss.list(lp))
                     .await
                     .map_err(KubeError::Api)?
                     .items
@@ -428,7 +434,7 @@ impl Verifier<'_> {
             }
             New::DaemonSetHistory { uid } => {
                 let crs: Api<ControllerRevision> = Api::namespaced(self.client.clone(), self.ns);
-                crs.list(lp)
+                read(|| crs.list(lp))
                     .await
                     .map_err(KubeError::Api)?
                     .items
@@ -451,7 +457,10 @@ impl Verifier<'_> {
     async fn pods(&mut self, look: &Look) -> Result<(Vec<Pod>, Vec<Pod>), KubeError> {
         let lp = ListParams::default().labels(&look.selector);
         let new = self.new_revision(&look.new, &lp).await?;
-        let all = self.pods.list(&lp).await.map_err(KubeError::Api)?.items;
+        let all = read(|| self.pods.list(&lp))
+            .await
+            .map_err(KubeError::Api)?
+            .items;
         let is_new = |p: &Pod| match (&new, &look.new) {
             (None, _) => true,
             (Some(rs), New::ReplicaSetRevision(_)) => p
@@ -625,6 +634,15 @@ fn unstable(current: &[Pod], baseline: &mut HashMap<String, i32>) -> Option<(Str
         }
     }
     None
+}
+
+/// Every read of verify, retried on transient errors (retry.rs).
+async fn read<T, F, Fut>(f: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    crate::retry::read(3, f).await
 }
 
 fn restarts(p: &Pod) -> i32 {

@@ -447,3 +447,30 @@ async fn a_deployment_reports_its_old_replicaset_pods_seen_during_the_rollout() 
     assert_eq!((m.calls(DEPLOY), m.calls(RSS), m.calls(PODS)), (2, 2, 2));
     assert_gets_only(&m);
 }
+
+#[tokio::test]
+async fn a_503_on_a_look_is_retried_not_a_failed_verify() {
+    let m = Mock::default();
+    let unavailable = Reply::Json(503, common::status(503, "ServiceUnavailable"));
+    m.on(STS, vec![unavailable.clone(), statefulset(2, 2)]);
+    m.on(
+        PODS,
+        vec![
+            unavailable,
+            pods(vec![pod("db-0", ("StatefulSet", "db"), "db-2", 0, true)]),
+        ],
+    );
+    let (v, _) = run(
+        &m,
+        Kind::StatefulSet,
+        "db",
+        opts(Duration::ZERO, Duration::from_secs(3600)),
+    )
+    .await;
+    assert!(
+        matches!(v.verdict, Verdict::Held { pods: 1, .. }),
+        "{:?}",
+        v.verdict
+    );
+    assert_eq!((m.calls(STS), m.calls(PODS)), (2, 2));
+}
