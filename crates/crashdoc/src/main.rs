@@ -474,19 +474,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rules { format } => {
             let mut out = anstream::stdout();
             if format == Format::Json {
-                let v: Vec<serde_json::Value> = Cause::ALL
-                    .iter()
-                    .map(|c| serde_json::json!({"cause": c.id(), "title": c.title(), "catalog_entries": crashdoc_core::catalog::for_cause(*c).count()}))
-                    .collect();
+                let v = crashdoc_core::render::knowledge::rules_json();
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
-                for c in Cause::ALL {
-                    writeln!(out, "{:24} {}", c.id(), c.title())?;
-                }
-                writeln!(
-                    out,
-                    "\n`crashdoc explain CAUSE` prints a rule's documentation."
-                )?;
+                write!(out, "{}", crashdoc_core::render::knowledge::rules_text())?;
             }
             Ok(ExitCode::SUCCESS)
         }

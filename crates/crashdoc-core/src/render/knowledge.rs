@@ -208,6 +208,28 @@ pub fn explain(c: Cause) -> String {
     out
 }
 
+/// `crashdoc rules`: every cause and its title, then how to read a rule.
+pub fn rules_text() -> String {
+    let mut out = String::new();
+    for c in Cause::ALL {
+        let _ = writeln!(out, "{:24} {}", c.id(), c.title());
+    }
+    out.push_str("\n`crashdoc explain CAUSE` prints a rule's documentation.\n");
+    out
+}
+
+/// `crashdoc rules --format json`: each cause, its title and how many
+/// catalog entries support it.
+pub fn rules_json() -> Vec<serde_json::Value> {
+    Cause::ALL
+        .iter()
+        .map(|c| {
+            serde_json::json!({"cause": c.id(), "title": c.title(),
+                "catalog_entries": catalog::for_cause(*c).count()})
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +259,24 @@ mod tests {
         for s in catalog::signatures() {
             assert!(t.contains(s.id), "{} not listed", s.id);
         }
+    }
+
+    #[test]
+    fn rules_list_every_cause_once_with_its_entries() {
+        let t = rules_text();
+        for c in Cause::ALL {
+            let line = format!("{:24} {}", c.id(), c.title());
+            assert_eq!(t.lines().filter(|l| *l == line).count(), 1, "{line}");
+        }
+        let j = rules_json();
+        assert_eq!(j.len(), Cause::ALL.len());
+        let port = j
+            .iter()
+            .find(|v| v["cause"] == Cause::PortConflict.id())
+            .unwrap();
+        assert_eq!(
+            port["catalog_entries"],
+            catalog::for_cause(Cause::PortConflict).count()
+        );
     }
 }
