@@ -507,3 +507,53 @@ fn a_describe_and_two_history_revisions_find_the_failing_one_by_its_owner() {
     assert_eq!(c.revisions.failing.number, Some(2));
     assert!(c.undo.is_none());
 }
+
+#[test]
+fn a_cluster_info_dump_compares_a_namespaces_revisions() {
+    let files = fixture_files("image");
+    let get = |n: &str| files.iter().find(|(f, _)| f == n).unwrap().1.clone();
+    let dir = std::env::temp_dir().join(format!("crashdoc-changes-dump-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("shop")).unwrap();
+    std::fs::write(dir.join("nodes.json"), get("nodes.json")).unwrap();
+    std::fs::write(dir.join("shop/pods.json"), get("workload-pods.json")).unwrap();
+    std::fs::write(dir.join("shop/replicasets.json"), get("replicasets.json")).unwrap();
+    std::fs::write(dir.join("shop/events.json"), get("events.json")).unwrap();
+    let report = crashdoc_core::diagnose_all(&crashdoc_core::read_path(&dir).unwrap());
+    // The two crashing pods are analysed, each with the comparison.
+    let names: Vec<_> = report.pods.iter().filter_map(|p| p.name.clone()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    for p in &report.pods {
+        let c = p.changes.as_ref().expect("changes");
+        assert_eq!(c.verdict, crashdoc_core::changes::Verdict::Coincides);
+        assert_eq!(
+            c.revisions.last_healthy.as_ref().and_then(|h| h.number),
+            Some(2)
+        );
+    }
+    // Near miss: only revision 3's ReplicaSet in the dump: nothing to compare, no section.
+    let mut rs: Value = serde_json::from_slice(&get("replicasets.json")).unwrap();
+    rs["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["metadata"]["name"] == "web-7d9c6b5f8");
+    std::fs::write(
+        dir.join("shop/replicasets.json"),
+        serde_json::to_vec(&rs).unwrap(),
+    )
+    .unwrap();
+    let mut pods: Value = serde_json::from_slice(&get("workload-pods.json")).unwrap();
+    pods["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|p| p["metadata"]["labels"]["pod-template-hash"] == "7d9c6b5f8");
+    std::fs::write(
+        dir.join("shop/pods.json"),
+        serde_json::to_vec(&pods).unwrap(),
+    )
+    .unwrap();
+    let report = crashdoc_core::diagnose_all(&crashdoc_core::read_path(&dir).unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!report.pods.is_empty());
+    assert!(report.pods.iter().all(|p| p.changes.is_none()));
+}

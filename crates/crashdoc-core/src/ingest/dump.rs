@@ -68,6 +68,12 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
             line_offset: 0,
         };
         let pods = objects::parse(&pods_doc).pods;
+        let rollout = std::sync::Arc::new(namespace_rollout(
+            &dir,
+            &ns_name,
+            &pods_doc,
+            nodes_doc.as_ref(),
+        ));
         let events = std::fs::read_to_string(dir.join("events.json"))
             .ok()
             .map(|text| {
@@ -140,6 +146,7 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
                 .node_name
                 .as_ref()
                 .and_then(|n| nodes.iter().find(|x| &x.name == n).cloned());
+            pod.rollout = rollout.clone();
             ev.pods.push(pod);
         }
     }
@@ -147,6 +154,41 @@ pub fn read(root: &Path) -> Result<Evidence, InputError> {
         ev.notes.push("the dump holds no unhealthy pod".into());
     }
     Ok(ev)
+}
+
+/// What a revision comparison reads in a dump's namespace: its ReplicaSets,
+/// every pod, the nodes and the events (a dump has no ControllerRevisions).
+fn namespace_rollout(
+    dir: &Path,
+    ns: &str,
+    pods: &Doc,
+    nodes: Option<&Doc>,
+) -> super::rollout::RolloutInput {
+    use super::rollout::{RolloutFile, RolloutInput};
+    let mut r = RolloutInput::default();
+    let doc = |file: &str| {
+        std::fs::read_to_string(dir.join(file))
+            .ok()
+            .map(|text| Doc {
+                name: format!("{ns}/{file}"),
+                text,
+                line_offset: 0,
+            })
+    };
+    if let Some(d) = doc("replicasets.json") {
+        let _ = r.read_file(RolloutFile::ReplicaSets, &d);
+    }
+    let _ = r.read_file(RolloutFile::WorkloadPods, pods);
+    if let Some(d) = nodes {
+        let _ = r.read_file(RolloutFile::Nodes, d);
+    }
+    if let Some(d) = doc("events.json") {
+        r.collect(&d);
+    }
+    // A dump is not a capture made for the comparison: one revision alone
+    // is nothing to compare, and says nothing.
+    r.dedicated = false;
+    r
 }
 
 /// A pod worth diagnosing: not Succeeded, and not Running with every
