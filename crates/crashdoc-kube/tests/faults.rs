@@ -216,37 +216,18 @@ async fn a_slow_answer_inside_the_timeout_is_waited_for() {
     assert!(missing(&c.pods[0]).is_empty());
 }
 
-/// The watch: a list, a watch broken by 410 Gone, a re-list in which the
-/// pod restarted twice more, then a watch that stays open.
-#[tokio::test]
-async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
-    let now = jiff::Timestamp::now();
-    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
-    let during = jiff::Timestamp::from_second(now.as_second())
-        .unwrap()
-        .to_string();
-    let m = cluster();
-    let pods = |p: Value, rv: &str| {
-        ok(
-            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": rv}, "items": [p]}),
-        )
-    };
-    m.on(
-        PODS,
-        vec![pods(pod(3, &before), "10"), pods(pod(5, &during), "20")],
-    );
-    let gone = json!({"type": "ERROR", "object": status(410, "Expired")});
-    m.on(
-        &format!("{PODS}?watch"),
-        vec![Reply::Events(vec![gone]), Reply::Open],
-    );
-    m.on(POD, vec![ok(pod(5, &during))]);
-
-    let dir = tempfile::tempdir().unwrap();
+/// `crashdoc watch` over the mock until `watches` watch requests were made
+/// and the captures read `logs` logs; its summary.
+async fn watch(
+    m: &Mock,
+    db: &std::path::Path,
+    watches: usize,
+    logs: usize,
+) -> crashdoc_watch::Summary {
     let cfg = crashdoc_watch::Config {
         namespace: Some(NS.into()),
         label_selector: None,
-        db: dir.path().join("history.redb"),
+        db: db.to_path_buf(),
         retention: crashdoc_history::Retention::default(),
         listen: "127.0.0.1:0".parse().unwrap(),
         capture_concurrency: 1,
@@ -259,18 +240,60 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
         context: None,
         verbose: false,
     };
-    // Stop once the second watch is open and the capture has read the logs.
     let watched = m.clone();
     let stop = async move {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while (watched.calls(&format!("{PODS}?watch")) < 2 || watched.calls(LOG) < 2)
+        while (watched.calls(&format!("{PODS}?watch")) < watches || watched.calls(LOG) < logs)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let summary = crashdoc_watch::run(m.client(), cfg, stop).await.unwrap();
+    crashdoc_watch::run(m.client(), cfg, stop).await.unwrap()
+}
+
+fn pod_list(p: Value, rv: &str) -> Reply {
+    ok(
+        json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": rv}, "items": [p]}),
+    )
+}
+
+/// (watch?, query) of each request on the pods' path.
+fn on_pods(m: &Mock) -> Vec<(bool, String)> {
+    m.seen()
+        .iter()
+        .filter(|s| s.path == PODS)
+        .map(|s| (s.watch(), s.query.clone()))
+        .collect()
+}
+
+/// The watch: a list, a watch broken by 410 Gone, a re-list in which the
+/// pod restarted twice more, then a watch that stays open.
+#[tokio::test]
+async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
+    let now = jiff::Timestamp::now();
+    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
+    let during = jiff::Timestamp::from_second(now.as_second())
+        .unwrap()
+        .to_string();
+    let m = cluster();
+    m.on(
+        PODS,
+        vec![
+            pod_list(pod(3, &before), "10"),
+            pod_list(pod(5, &during), "20"),
+        ],
+    );
+    let gone = json!({"type": "ERROR", "object": status(410, "Expired")});
+    m.on(
+        &format!("{PODS}?watch"),
+        vec![Reply::Events(vec![gone]), Reply::Open],
+    );
+    m.on(POD, vec![ok(pod(5, &during))]);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("history.redb");
+    let summary = watch(&m, &db, 2, 2).await;
 
     // Restarts 4 and 5 happened while the watch was broken: 5 is seen in
     // the re-list's status, 4 is counted as unobserved; 3 was the baseline.
@@ -279,11 +302,7 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
     assert_eq!(summary.captures, 1);
     let seen = m.seen();
     assert!(seen.iter().all(|s| s.method == "GET"), "{seen:?}");
-    let on_pods: Vec<(bool, &str)> = seen
-        .iter()
-        .filter(|s| s.path == PODS)
-        .map(|s| (s.watch(), s.query.as_str()))
-        .collect();
+    let on_pods = on_pods(&m);
     assert_eq!(
         on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
         [false, true, false, true],
@@ -293,6 +312,48 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
     assert!(on_pods[3].1.contains("resourceVersion=20"), "{on_pods:?}");
     // The aborted retention task lets go of the database on its next poll.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let store = crashdoc_history::Store::open(&dir.path().join("history.redb")).unwrap();
+    let store = crashdoc_history::Store::open(&db).unwrap();
     assert_eq!(store.stats().unwrap().captures, 1);
+}
+
+/// A watch whose stream just ends (the server's timeout) is resumed from
+/// the last resourceVersion it saw, without a re-list, and what the next
+/// watch carries is counted.
+#[tokio::test]
+async fn a_watch_that_ends_resumes_from_its_resource_version() {
+    let now = jiff::Timestamp::now();
+    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
+    let during = jiff::Timestamp::from_second(now.as_second())
+        .unwrap()
+        .to_string();
+    let m = cluster();
+    m.on(PODS, vec![pod_list(pod(3, &before), "10")]);
+    let mut p4 = pod(4, &during);
+    p4["metadata"]["resourceVersion"] = json!("11");
+    let mut p5 = pod(5, &during);
+    p5["metadata"]["resourceVersion"] = json!("12");
+    m.on(
+        &format!("{PODS}?watch"),
+        vec![
+            Reply::Events(vec![json!({"type": "MODIFIED", "object": p4})]),
+            Reply::Events(vec![json!({"type": "MODIFIED", "object": p5.clone()})]),
+            Reply::Open,
+        ],
+    );
+    m.on(POD, vec![ok(p5)]);
+    let dir = tempfile::tempdir().unwrap();
+    let summary = watch(&m, &dir.path().join("history.redb"), 3, 4).await;
+    assert_eq!((summary.terminations, summary.unobserved), (2, 0));
+    let on_pods = on_pods(&m);
+    assert_eq!(
+        on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        [false, true, true, true],
+        "one list, then watches only: {on_pods:?}"
+    );
+    for (i, rv) in [(1, "10"), (2, "11"), (3, "12")] {
+        assert!(
+            on_pods[i].1.contains(&format!("resourceVersion={rv}")),
+            "{on_pods:?}"
+        );
+    }
 }
