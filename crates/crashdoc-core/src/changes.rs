@@ -17,6 +17,7 @@ pub mod analysis;
 pub mod config;
 pub mod nodes;
 pub mod pods;
+pub mod project;
 pub mod revisions;
 
 pub use analysis::{ChangesReport, Verdict, analyze};

@@ -557,3 +557,42 @@ fn a_cluster_info_dump_compares_a_namespaces_revisions() {
     assert!(!report.pods.is_empty());
     assert!(report.pods.iter().all(|p| p.changes.is_none()));
 }
+
+#[test]
+fn a_printed_revision_against_a_json_one_says_only_the_real_change() {
+    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
+    let image = fixture_files("image");
+    let history = fixture_files("history");
+    let get = |f: &[(String, Vec<u8>)], n: &str| f.iter().find(|(x, _)| x == n).unwrap().1.clone();
+    // Revision 3 as its ReplicaSet (JSON), revision 2 only as printed history.
+    let mut rs: Value = serde_json::from_slice(&get(&image, "replicasets.json")).unwrap();
+    rs["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["metadata"]["name"] == "web-7d9c6b5f8");
+    let text = String::from_utf8(get(&history, "rollout-history.txt")).unwrap();
+    let rev2 = &text[..text.find("deployment.apps/web with revision #3").unwrap()];
+    let pod = PodFiles {
+        namespace: "shop".into(),
+        name: "web-7d9c6b5f8-x2k4p".into(),
+        files: vec![
+            ("pod.json".into(), get(&image, "pod.json")),
+            ("replicasets.json".into(), serde_json::to_vec(&rs).unwrap()),
+            ("rollout-history.txt".into(), rev2.as_bytes().to_vec()),
+        ],
+    };
+    let report = crashdoc_core::diagnose_all(&read_memory(&[pod]));
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.revisions.failing.number, Some(3));
+    assert_eq!(
+        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
+        Some(2)
+    );
+    let relevant: Vec<&str> = c
+        .template
+        .iter()
+        .filter(|x| x.relevant)
+        .map(|x| x.path.as_str())
+        .collect();
+    assert_eq!(relevant, ["spec.containers[app].image"], "{:?}", c.template);
+}

@@ -118,6 +118,15 @@ pub fn analyze(pod: &Pod) -> Option<ChangesReport> {
     let first_crash = first_crashes.first().cloned();
 
     let template: Vec<Change> = match healthy {
+        // A printed revision against a JSON one: both cut to what the
+        // printout shows.
+        Some((h, _)) if h.printed != failing.printed => diff_templates(
+            &super::project::printed_view(&h.template),
+            &super::project::printed_view(&failing.template),
+        )
+        .into_iter()
+        .filter(|c| !is_generated_label(&c.path))
+        .collect(),
         Some((h, _)) => diff_templates(&h.template, &failing.template)
             .into_iter()
             .filter(|c| !is_generated_label(&c.path))

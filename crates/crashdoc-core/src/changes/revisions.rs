@@ -52,6 +52,9 @@ pub struct Revision {
     pub ready: Option<u64>,
     /// The owning workload (`Deployment`, `web`), from ownerReferences.
     pub owner: Option<(String, String)>,
+    /// Read back from `kubectl rollout history` text, which prints only
+    /// part of a template (see `changes::project`).
+    pub printed: bool,
     pub cite: Cite,
 }
 
@@ -162,6 +165,7 @@ fn from_replica_set(s: &Sourced) -> Revision {
                 .unwrap_or(0),
         ),
         owner: owner_ref(v),
+        printed: false,
         cite: s.cite(
             SourceKind::Object,
             "metadata.annotations[deployment.kubernetes.io/revision]",
@@ -212,6 +216,7 @@ fn from_controller_revision(s: &Sourced) -> Option<Revision> {
         replicas: None,
         ready: None,
         owner: owner_ref(v),
+        printed: false,
     })
 }
 
@@ -291,6 +296,7 @@ pub fn collect(input: &RolloutInput) -> Vec<Revision> {
                 .workload
                 .as_ref()
                 .map(|(k, n)| (resource_kind(k), n.clone())),
+            printed: true,
             cite: h.cite.clone(),
         });
     }
@@ -338,6 +344,7 @@ pub fn from_pods(pods: &[&Sourced], known: &[Revision]) -> Vec<Revision> {
             replicas: None,
             ready: None,
             owner: None,
+            printed: false,
             cite: p.cite(
                 SourceKind::Spec,
                 &format!("metadata.labels[{POD_TEMPLATE_HASH}]"),
