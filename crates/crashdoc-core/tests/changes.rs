@@ -596,3 +596,29 @@ fn a_printed_revision_against_a_json_one_says_only_the_real_change() {
         .collect();
     assert_eq!(relevant, ["spec.containers[app].image"], "{:?}", c.template);
 }
+
+#[test]
+fn a_pods_spec_is_not_compared_with_a_replica_sets_template() {
+    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
+    let image = fixture_files("image");
+    let get = |n: &str| image.iter().find(|(x, _)| x == n).unwrap().1.clone();
+    // Revision 3's ReplicaSet is missing: the crashing pod's spec stands for it,
+    // and admission-added pod fields must not read as changes against revision 2.
+    let mut rs: Value = serde_json::from_slice(&get("replicasets.json")).unwrap();
+    rs["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["metadata"]["name"] == "web-6d4cf56db6");
+    let pod = PodFiles {
+        namespace: "shop".into(),
+        name: "web-7d9c6b5f8-x2k4p".into(),
+        files: vec![
+            ("pod.json".into(), get("pod.json")),
+            ("replicasets.json".into(), serde_json::to_vec(&rs).unwrap()),
+        ],
+    };
+    let report = crashdoc_core::diagnose_all(&read_memory(&[pod]));
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.verdict, crashdoc_core::changes::Verdict::NoComparison);
+    assert!(c.template.is_empty() && c.undo.is_none());
+}

@@ -342,7 +342,7 @@ fn healthy_index(
 ) -> Option<(usize, &'static str)> {
     let f = &revs[failing];
     let older: Vec<usize> = (0..revs.len())
-        .filter(|&i| i != failing)
+        .filter(|&i| i != failing && revs[i].from_pod == f.from_pod)
         .filter(|&i| match (revs[i].number, f.number) {
             (Some(a), Some(b)) => a < b,
             _ => true,

@@ -55,6 +55,10 @@ pub struct Revision {
     /// Read back from `kubectl rollout history` text, which prints only
     /// part of a template (see `changes::project`).
     pub printed: bool,
+    /// Made from a pod's spec (no ReplicaSet or history of it): admission
+    /// adds fields to pods (default tolerations, priority, LimitRanger's
+    /// resources) that templates lack, so it is compared with pods only.
+    pub from_pod: bool,
     pub cite: Cite,
 }
 
@@ -166,6 +170,7 @@ fn from_replica_set(s: &Sourced) -> Revision {
         ),
         owner: owner_ref(v),
         printed: false,
+        from_pod: false,
         cite: s.cite(
             SourceKind::Object,
             "metadata.annotations[deployment.kubernetes.io/revision]",
@@ -217,6 +222,7 @@ fn from_controller_revision(s: &Sourced) -> Option<Revision> {
         ready: None,
         owner: owner_ref(v),
         printed: false,
+        from_pod: false,
     })
 }
 
@@ -297,6 +303,7 @@ pub fn collect(input: &RolloutInput) -> Vec<Revision> {
                 .as_ref()
                 .map(|(k, n)| (resource_kind(k), n.clone())),
             printed: true,
+            from_pod: false,
             cite: h.cite.clone(),
         });
     }
@@ -345,6 +352,7 @@ pub fn from_pods(pods: &[&Sourced], known: &[Revision]) -> Vec<Revision> {
             ready: None,
             owner: None,
             printed: false,
+            from_pod: true,
             cite: p.cite(
                 SourceKind::Spec,
                 &format!("metadata.labels[{POD_TEMPLATE_HASH}]"),
