@@ -661,4 +661,15 @@ mod tests {
         assert!(parse(&doc("Name: web-1\nContainers:\n  app:\n    Image: x\n")).is_empty());
         assert!(parse(&doc("error: unable to find the specified revision\n")).is_empty());
     }
+
+    #[test]
+    fn every_truncation_and_mangling_reads_without_panic() {
+        for cut in (0..REV3.len()).filter(|&i| REV3.is_char_boundary(i)) {
+            let _ = parse(&doc(&REV3[..cut]));
+            let _ = parse(&doc(&REV3[cut..]));
+        }
+        let odd = "x/y with revision #9\nPod Template:\n\t\t:\n  Containers:\n   :\n    Liveness:\thttp-get\n    Environment:\n      A:\t<set to the key '\n      B:\t(\n    Mounts:\n       from \n  Volumes:\n   v:\n";
+        let r = parse(&doc(odd));
+        assert_eq!(r.len(), 1);
+    }
 }
