@@ -224,12 +224,45 @@ async fn watch(
     watches: usize,
     logs: usize,
 ) -> crashdoc_watch::Summary {
+    watch_probed(m, db, watches, logs).await.0
+}
+
+/// The status line's code of `GET /readyz` on `port` (0: no answer).
+async fn readyz(port: u16) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return 0;
+    };
+    let req = "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    if s.write_all(req.as_bytes()).await.is_err() {
+        return 0;
+    }
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf).await;
+    String::from_utf8_lossy(&buf)
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// [`watch`], and what `/readyz` answered at the end, before the stop.
+async fn watch_probed(
+    m: &Mock,
+    db: &std::path::Path,
+    watches: usize,
+    logs: usize,
+) -> (crashdoc_watch::Summary, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
     let cfg = crashdoc_watch::Config {
         namespace: Some(NS.into()),
         label_selector: None,
         db: db.to_path_buf(),
         retention: crashdoc_history::Retention::default(),
-        listen: "127.0.0.1:0".parse().unwrap(),
+        listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         capture_concurrency: 1,
         queue_capacity: 8,
         collect: opts(),
@@ -240,6 +273,7 @@ async fn watch(
         context: None,
         verbose: false,
     };
+    let (tx, rx) = tokio::sync::oneshot::channel();
     let watched = m.clone();
     let stop = async move {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -249,8 +283,10 @@ async fn watch(
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = tx.send(readyz(port).await);
     };
-    crashdoc_watch::run(m.client(), cfg, stop).await.unwrap()
+    let summary = crashdoc_watch::run(m.client(), cfg, stop).await.unwrap();
+    (summary, rx.await.unwrap_or(0))
 }
 
 fn pod_list(p: Value, rv: &str) -> Reply {
@@ -356,4 +392,57 @@ async fn a_watch_that_ends_resumes_from_its_resource_version() {
             "{on_pods:?}"
         );
     }
+}
+
+/// A blackout without a 410: the watch start fails (the connection drops),
+/// the watcher resumes from resourceVersion 10 without a re-list, and the
+/// resumed watch's first event makes `/readyz` 200 again.
+#[tokio::test]
+async fn a_watch_resumed_after_an_error_is_ready_again_without_a_relist() {
+    let now = jiff::Timestamp::now();
+    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
+    let during = jiff::Timestamp::from_second(now.as_second())
+        .unwrap()
+        .to_string();
+    let m = cluster();
+    m.on(PODS, vec![pod_list(pod(3, &before), "10")]);
+    let mut p4 = pod(4, &during);
+    p4["metadata"]["resourceVersion"] = json!("11");
+    m.on(
+        &format!("{PODS}?watch"),
+        vec![
+            Reply::Reset,
+            Reply::Events(vec![json!({"type": "MODIFIED", "object": p4.clone()})]),
+            Reply::Open,
+        ],
+    );
+    m.on(POD, vec![ok(p4)]);
+    let dir = tempfile::tempdir().unwrap();
+    let (summary, ready) = watch_probed(&m, &dir.path().join("history.redb"), 3, 2).await;
+    assert_eq!((summary.terminations, summary.unobserved), (1, 0));
+    let on_pods = on_pods(&m);
+    assert_eq!(
+        on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        [false, true, true, true],
+        "one list, then watches only: {on_pods:?}"
+    );
+    assert!(on_pods[2].1.contains("resourceVersion=10"), "{on_pods:?}");
+    assert_eq!(ready, 200);
+}
+
+/// Near miss: every watch start keeps failing; the session stays degraded.
+#[tokio::test]
+async fn a_watch_still_failing_stays_unready() {
+    let m = cluster();
+    m.on(PODS, vec![pod_list(pod(3, "2026-01-01T00:00:00Z"), "10")]);
+    m.on(&format!("{PODS}?watch"), vec![Reply::Reset]);
+    let dir = tempfile::tempdir().unwrap();
+    let (summary, ready) = watch_probed(&m, &dir.path().join("history.redb"), 3, 0).await;
+    assert_eq!(summary.terminations, 0);
+    assert_eq!(
+        on_pods(&m).iter().filter(|(w, _)| !*w).count(),
+        1,
+        "no re-list"
+    );
+    assert_eq!(ready, 503);
 }

@@ -5,7 +5,8 @@
 //! during a control-plane outage (which is when its history matters most).
 //! `/readyz` answers 200 once the pod watch has listed and is healthy, or
 //! while this replica is a leader-election standby; 503 otherwise, with the
-//! reason in the body.
+//! reason in the body. After a watch error: 503 until a re-list or the
+//! resumed watch's first event (`session::on_event`).
 
 use crate::metrics::Metrics;
 use axum::Router;

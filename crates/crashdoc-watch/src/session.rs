@@ -59,7 +59,8 @@ pub enum Action {
     Verbose(String),
     WatchedPods(usize),
     TrackedContainers(usize),
-    /// The list is complete: ready.
+    /// The list is complete, or the watch delivers again after an error:
+    /// ready.
     Ready,
     /// Log the failure and report it on `/readyz`.
     Degraded(String),
@@ -98,6 +99,9 @@ pub struct State {
     /// One instance (no leader election): baselines are persisted, and a
     /// stop ends the session at once.
     resume_from_history: bool,
+    /// An error was reported and neither a list nor a watch event has
+    /// followed it yet.
+    degraded: bool,
     pub terminations: u64,
     pub unobserved: u64,
 }
@@ -112,6 +116,7 @@ impl State {
             listing: HashSet::new(),
             cutoff: None,
             resume_from_history,
+            degraded: false,
             terminations: 0,
             unobserved: 0,
         }
@@ -125,6 +130,11 @@ impl State {
     /// The hand-over instant, once a leader's session was stopped.
     pub fn cutoff(&self) -> Option<jiff::Timestamp> {
         self.cutoff
+    }
+
+    /// Whether an error was the last word on the watch (`/readyz` 503).
+    pub fn degraded(&self) -> bool {
+        self.degraded
     }
 
     /// Whether a leader's session was stopped and drains until its cutoff.
@@ -164,6 +174,7 @@ pub fn on_event(st: &mut State, ev: Event) -> Vec<Action> {
             }
             out.push(Action::WatchedPods(st.in_view.len()));
             out.push(Action::TrackedContainers(st.tracker.len()));
+            st.degraded = false;
             out.push(Action::Ready);
             out.push(Action::Verbose(format!(
                 "watch: {} pods listed; watching",
@@ -172,6 +183,7 @@ pub fn on_event(st: &mut State, ev: Event) -> Vec<Action> {
             return out;
         }
         Event::Apply(p) => {
+            recovered(st, &mut out);
             if let Some(uid) = &p.metadata.uid
                 && st.in_view.insert(uid.clone())
             {
@@ -180,6 +192,7 @@ pub fn on_event(st: &mut State, ev: Event) -> Vec<Action> {
             p
         }
         Event::Delete(p) => {
+            recovered(st, &mut out);
             if let Some(uid) = &p.metadata.uid {
                 st.tracker.forget(uid);
                 if st.resume_from_history {
@@ -192,6 +205,7 @@ pub fn on_event(st: &mut State, ev: Event) -> Vec<Action> {
             return out;
         }
         Event::Error(msg) => {
+            st.degraded = true;
             out.push(Action::Degraded(msg));
             return out;
         }
@@ -213,6 +227,29 @@ pub fn on_event(st: &mut State, ev: Event) -> Vec<Action> {
     };
     observe(st, pod, &mut out);
     out
+}
+
+/// A watch event after an error: the watch delivers again, ready.
+///
+/// kube-runtime 5.0.0's watcher (`src/watcher.rs` `step_trampolined`) yields
+/// `Apply`/`Delete` only from its `Watching` state, i.e. from a watch opened
+/// at the resourceVersion of a complete list or of the last event it passed
+/// on. After a lost connection or a failed watch start it goes back to
+/// `InitListed { resource_version }` and resumes from there (a 410 alone
+/// sends it to `Empty`, a re-list: `Init` .. `InitDone`). The resumed watch
+/// yields no marker of its own: a successful watch start and bookmarks are
+/// swallowed (`(None, State::Watching { .. })`), so its first `Apply` or
+/// `Delete` is the first sign that events flow again, continuous with what
+/// was seen before the error. An error still recurring comes as another
+/// `Error` and keeps the session degraded.
+fn recovered(st: &mut State, out: &mut Vec<Action>) {
+    if st.degraded {
+        st.degraded = false;
+        out.push(Action::Ready);
+        out.push(Action::Verbose(
+            "watch: resumed from its resourceVersion; watching".into(),
+        ));
+    }
 }
 
 /// A pod update: its new terminations, and the baselines it sets.
@@ -542,5 +579,62 @@ mod tests {
         assert!(matches!(&out[..], [Action::Degraded(m)] if m == "410 Gone"));
         let out = listed(&mut st, []);
         assert!(out.iter().any(|a| matches!(a, Action::Ready)));
+        assert!(!st.degraded());
+    }
+
+    fn readies(actions: &[Action]) -> usize {
+        actions
+            .iter()
+            .filter(|a| matches!(a, Action::Ready))
+            .count()
+    }
+
+    #[test]
+    fn a_watch_resumed_without_a_relist_is_ready_at_its_first_event() {
+        let mut st = State::new(None, false);
+        listed(&mut st, vec![pod("a", 1, T0), pod("b", 0, T0)]);
+        // Ready and watching: an update is no new readiness.
+        let out = on_event(&mut st, Event::Apply(pod("b", 0, T0)));
+        assert_eq!(readies(&out), 0, "{out:?}");
+        // A blackout: the stream is cut and the watch start fails twice.
+        for msg in ["error reading watch stream", "failed to start watching"] {
+            let out = on_event(&mut st, Event::Error(msg.into()));
+            assert!(
+                matches!(&out[..], [Action::Degraded(m)] if m == msg),
+                "{out:?}"
+            );
+            assert!(st.degraded());
+        }
+        // The watcher resumes from its resourceVersion (no Init): its first
+        // event makes the session ready again, and the termination counts.
+        let out = on_event(&mut st, Event::Apply(pod("a", 2, T0)));
+        assert_eq!(readies(&out), 1, "{out:?}");
+        assert_eq!(captures(&out), vec![("a".to_string(), 1)]);
+        assert!(!st.degraded());
+        let out = on_event(&mut st, Event::Apply(pod("a", 3, T0)));
+        assert_eq!(readies(&out), 0, "{out:?}");
+        // A delete is an event of the resumed watch as well.
+        on_event(&mut st, Event::Error("connection reset".into()));
+        let out = on_event(&mut st, Event::Delete(pod("b", 0, T0)));
+        assert_eq!(readies(&out), 1, "{out:?}");
+    }
+
+    #[test]
+    fn a_watch_still_erroring_stays_degraded() {
+        let mut st = State::new(None, false);
+        listed(&mut st, vec![pod("a", 1, T0)]);
+        for _ in 0..3 {
+            let out = on_event(&mut st, Event::Error("failed to start watching".into()));
+            assert_eq!(readies(&out), 0, "{out:?}");
+            assert!(st.degraded());
+        }
+        // A re-list in progress is not ready before its end either.
+        let mut out = on_event(&mut st, Event::Init);
+        out.extend(on_event(&mut st, Event::InitApply(pod("a", 1, T0))));
+        assert_eq!(readies(&out), 0, "{out:?}");
+        assert!(st.degraded());
+        // And it fails before InitDone: still degraded.
+        on_event(&mut st, Event::Error("list failed".into()));
+        assert!(st.degraded());
     }
 }
