@@ -16,7 +16,10 @@ fn changes(case: &str) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["name"] == "web-7d9c6b5f8-x2k4p" || p["name"] == "db-2")
+        .find(|p| {
+            ["web-7d9c6b5f8-x2k4p", "db-2", "agent-x7k2p"]
+                .contains(&p["name"].as_str().unwrap_or(""))
+        })
         .cloned()
         .unwrap_or_else(|| panic!("{case}: no crashing pod in {v}"));
     let mut c = pod["changes"].clone();
@@ -621,4 +624,28 @@ fn a_pods_spec_is_not_compared_with_a_replica_sets_template() {
     let c = report.pods[0].changes.as_ref().expect("changes");
     assert_eq!(c.verdict, crashdoc_core::changes::Verdict::NoComparison);
     assert!(c.template.is_empty() && c.undo.is_none());
+}
+
+#[test]
+fn a_daemonset_compares_its_controller_revisions_by_hash() {
+    let c = changes("daemonset");
+    assert_eq!(c["verdict"], "coincides", "{c:#}");
+    assert_eq!(c["revisions"]["failing"]["number"], 8);
+    assert_eq!(c["revisions"]["last_healthy"]["number"], 7);
+    assert_eq!(
+        c["undo"],
+        "kubectl rollout undo daemonset/agent -n shop --to-revision=7"
+    );
+    let co = coinciding(&c);
+    assert!(
+        co.iter()
+            .any(|s| s.contains("resources.limits[memory]: 256Mi -> 64Mi")),
+        "{co:?}"
+    );
+    // pod-template-generation differs by design and is not reported.
+    assert!(
+        !c["template"]
+            .to_string()
+            .contains("pod-template-generation")
+    );
 }
