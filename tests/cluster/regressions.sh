@@ -51,6 +51,9 @@ cleanup() {
 trap cleanup EXIT
 
 # ---------------------------------------------------------------- revision 1
+# A previous run on the same cluster: start from nothing.
+kubectl delete namespace "$NS" --ignore-not-found --timeout=90s >/dev/null 2>&1
+kubectl delete -f "$TESTS/regressions/nodes.yaml" --ignore-not-found >/dev/null 2>&1
 kubectl apply -f "$TESTS/regressions/nodes.yaml" >/dev/null
 kubectl wait --for=condition=Ready node -l crashdoc.test/regress --timeout=60s >/dev/null \
   || fail "regression nodes not Ready"
