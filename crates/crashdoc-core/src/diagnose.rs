@@ -142,9 +142,11 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                     // The rule's own reading of the evidence leads.
                     m.summary = f.summary.clone();
                     m.generic = false;
-                    let mut fix = f.fix.clone();
-                    fix.append(&mut m.fix);
-                    m.fix = fix;
+                    // A generic finding's fix is the rule's documented advice;
+                    // the rule's own fix says it for this evidence.
+                    if !f.fix.is_empty() {
+                        m.fix = f.fix.clone();
+                    }
                     if f.container.is_some() {
                         m.container = f.container.clone();
                     }
@@ -156,8 +158,10 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                         m.evidence.push(e);
                     }
                 }
+                // The same for a generic finding merged into the rule's own.
+                let restates = f.generic && !m.generic && !m.fix.is_empty();
                 for x in f.fix {
-                    if !m.fix.contains(&x) {
+                    if !restates && !m.fix.contains(&x) {
                         m.fix.push(x);
                     }
                 }

@@ -387,3 +387,35 @@ fn every_declared_precedence_has_a_fixture() {
         missing.join("\n  ")
     );
 }
+
+/// When a rule's own reading of the evidence and the catalog's generic
+/// finding for the same cause merge, the rule's fix says it for this
+/// evidence and its documented advice (the generic finding's fix) is not
+/// repeated beside it. The shipped rollout example has both: a Go panic
+/// the app-crash rule reads and catalog matches for app-crash.
+#[test]
+fn a_merged_finding_does_not_restate_its_rules_documented_fix() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rollout-regression");
+    let ev = crashdoc_core::ingest::read_path(&dir).expect("the example reads");
+    let report = crashdoc_core::diagnose::diagnose_all(&ev);
+    let d = report.pods[0]
+        .diagnoses
+        .iter()
+        .find(|d| d.cause == Cause::AppCrash)
+        .expect("app-crash is diagnosed");
+    let doc = crashdoc_core::rules::all()
+        .into_iter()
+        .find(|r| r.cause == Cause::AppCrash)
+        .map(|r| r.doc.fix)
+        .expect("the app-crash rule");
+    assert!(
+        d.fix.iter().any(|f| f.contains("top frame")),
+        "the rule's own fix is kept: {:?}",
+        d.fix
+    );
+    assert!(
+        !d.fix.iter().any(|f| f == doc),
+        "the documented fix is restated: {:?}",
+        d.fix
+    );
+}
