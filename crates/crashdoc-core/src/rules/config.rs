@@ -1,7 +1,7 @@
 //! Configuration: references to ConfigMaps and Secrets, the application's
 //! own settings, and credentials.
 
-use super::{Context, Finding, Rule, RuleDoc};
+use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::classes;
@@ -16,12 +16,18 @@ pub static CONFIG_REF_MISSING: Rule = Rule {
     doc: RuleDoc {
         what: "The pod spec references a ConfigMap, a Secret, or a key in one, that does not exist.",
         why: "The kubelet cannot build the container's environment or volumes, so it never starts it: CreateContainerConfigError, or a volume that never mounts. Nothing in the program can fix it.",
-        evidence: "waiting reason CreateContainerConfigError; events `Error: secret \"x\" not found`, `couldn't find key K in ConfigMap NS/x`, `MountVolume.SetUp failed ... configmap \"x\" not found`; the env/envFrom/volume references in the spec against the objects and keys that exist.",
+        evidence: "waiting reason CreateContainerConfigError; events `Error: secret \"x\" not found`, `couldn't find key K in ConfigMap NS/x`, `MountVolume.SetUp failed ... configmap \"x\" not found`, `... configmap references non-existent config key: K` or `... references non-existent secret key: K` (a volume's items[] naming a key the object lacks); the env/envFrom/volume references in the spec against the objects and keys that exist.",
         example: "State: Waiting\n  Reason: CreateContainerConfigError\nWarning  Failed  kubelet  Error: configmap \"cluster-config\" not found",
         fix: "Create the object or key (check the namespace and the exact key name), or mark the reference optional: true if the program copes without it.",
         false_positives: "CreateContainerConfigError also comes from runAsNonRoot checks; the event text then says so and permission is reported.",
     },
-    outranks: &[super::OUTRANKS_APP_CRASH],
+    outranks: &[
+        Outrank {
+            cause: Cause::Volume,
+            why: "the volume cannot be set up because the ConfigMap or Secret it projects, or a key its items[] name, does not exist (kubernetes v1.36.3 pkg/volume/configmap/configmap.go, pkg/volume/secret/secret.go MakePayload, also under a projected volume); the mount failure is how the missing reference shows, and no storage fix helps",
+        },
+        super::OUTRANKS_APP_CRASH,
+    ],
     reads: &[],
     check: check_config_ref,
 };
@@ -32,6 +38,14 @@ static NOT_FOUND: LazyLock<Regex> = LazyLock::new(|| {
 static NO_KEY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)couldn't find key (\S+) in (ConfigMap|Secret) ([\w./-]+)"#)
         .expect("static regex")
+});
+
+/// The key of the kubelet's MakePayload errors: `configmap references
+/// non-existent config key: K`, `references non-existent secret key: K`
+/// (kubernetes v1.36.3 pkg/volume/configmap/configmap.go,
+/// pkg/volume/secret/secret.go).
+static NON_EXISTENT_KEY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"non-existent (?:config|secret) key: (\S+)").expect("static regex")
 });
 
 fn check_config_ref(cx: &Context) -> Vec<Finding> {
@@ -86,7 +100,11 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
         };
         let short = name.rsplit('/').next().unwrap_or(&name).to_string();
         let mut f = Finding::new(Cause::ConfigRefMissing, Strength::Certain.score(), summary)
-            .container(container_referencing(cx, &short).or(cx.focus_name()))
+            .container(
+                container_referencing(cx, &short)
+                    .or(cx.mounting(m))
+                    .or(cx.focus_name()),
+            )
             .cite(cite);
         f = f.cite_opt(waiting).cite_opt(listed.map(|l| &l.cite));
         if let Some(env) = cx
@@ -113,6 +131,49 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
             .cmd(cx.kubectl(&format!("get {} ", kind_word.to_ascii_lowercase())).replace("  ", " "));
         out.push(f);
         break;
+    }
+    // A configMap or secret volume (or a projected one's source) whose
+    // items[] name a key the object lacks: the kubelet cannot set the
+    // volume up, so no container of the pod is created. The FailedMount
+    // event is the pod's; the container is the one that mounts the volume.
+    if out.is_empty() {
+        for (m, cite) in &messages {
+            let kind_word = if classes::is("kubernetes.volume-configmap-key-missing", m) {
+                "ConfigMap"
+            } else if classes::is("kubernetes.volume-secret-key-missing", m) {
+                "Secret"
+            } else {
+                continue;
+            };
+            let key = NON_EXISTENT_KEY
+                .captures(m)
+                .map(|c| c[1].to_string())
+                .unwrap_or_else(|| "it names".to_string());
+            let volume = super::volume_in(m)
+                .map(|v| format!("volume {v}"))
+                .unwrap_or_else(|| "a volume".to_string());
+            out.push(
+                Finding::new(
+                    Cause::ConfigRefMissing,
+                    Strength::Decisive.score(),
+                    format!(
+                        "{volume} projects key {key} of its {kind_word} (items[]), which the {kind_word} does not have: the kubelet cannot set the volume up"
+                    ),
+                )
+                .container(cx.mounting(m).or(cx.focus_name()))
+                .cite(cite)
+                .fix(format!(
+                    "add key {key} to the {kind_word} that {volume} projects (names are case-sensitive), or change items[].key to a key it has"
+                ))
+                .fix("if the program can run without the file, mark the volume source `optional: true` (a missing key is then skipped)")
+                .cmd(cx.kubectl(&format!(
+                    "get pod {} -o jsonpath='{{.spec.volumes}}'",
+                    cx.pod_name()
+                )))
+                .cmd(cx.kubectl(&format!("get {}s", kind_word.to_ascii_lowercase()))),
+            );
+            break;
+        }
     }
     // Known objects and keys against the spec's references.
     if out.is_empty() {

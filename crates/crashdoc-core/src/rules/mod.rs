@@ -242,6 +242,19 @@ static ACCESS_LOG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(
     regex::Regex::new(r#""(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) [^"]* HTTP/[\d.]+" \d{3}\b|\b(?:method|verb)[=:]"?(?:GET|POST|PUT|DELETE|PATCH)\b.{0,80}\bstatus[=:]"?\d{3}"#).expect("static regex")
 });
 
+/// The volume a kubelet volume message names: `<operation> for volume
+/// "NAME" : <error>` (kubernetes v1.36.3
+/// pkg/volume/util/operationexecutor/operation_executor.go generateVolumeMsg,
+/// `VolumeSpec.Name()`: the pod's volume name, or a PersistentVolume's).
+static VOLUME_IN_MESSAGE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r#"\bfor volume "([^"]+)""#).expect("static regex")
+});
+
+/// The volume a kubelet volume message names (`for volume "NAME"`).
+pub fn volume_in(message: &str) -> Option<&str> {
+    Some(VOLUME_IN_MESSAGE.captures(message)?.get(1)?.as_str())
+}
+
 /// What the rules see: the pod, and what was precomputed from it.
 pub struct Context<'a> {
     pub pod: &'a Pod,
@@ -418,12 +431,39 @@ impl<'a> Context<'a> {
         let container = best
             .container
             .clone()
+            .or_else(|| {
+                (best.at == Place::Event)
+                    .then(|| self.mounting(&best.hit.line.text))
+                    .flatten()
+                    .map(str::to_string)
+            })
             .or_else(|| self.focus_name().map(str::to_string));
         let mut f = Finding::new(cause, score, summary(best)).container(container.as_deref());
         for s in sup.iter().take(3) {
             f = f.cite(&s.cite());
         }
         Some(f)
+    }
+
+    /// The container that mounts the volume a kubelet volume message names
+    /// (a pod-level event such as FailedMount names no container; the pod
+    /// spec's volumeMounts say who needs the volume): the failing container
+    /// if it does, else the first main container, else any. `None` when
+    /// the message names no volume or no container mounts it (a
+    /// PersistentVolume's name, which no volumeMount carries).
+    pub fn mounting(&self, message: &str) -> Option<&str> {
+        let volume = volume_in(message)?;
+        let mounts = |c: &&Container| c.mounts.iter().any(|m| m.name == volume);
+        if let Some(f) = self.focus.filter(mounts) {
+            return Some(f.name.as_str()).filter(|n| !n.is_empty());
+        }
+        let cs = &self.pod.containers;
+        cs.iter()
+            .filter(mounts)
+            .find(|c| c.kind == ContainerKind::Main)
+            .or_else(|| cs.iter().find(mounts))
+            .map(|c| c.name.as_str())
+            .filter(|n| !n.is_empty())
     }
 
     pub fn focus_name(&self) -> Option<&str> {

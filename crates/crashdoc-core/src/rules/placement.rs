@@ -145,7 +145,7 @@ pub static VOLUME: Rule = Rule {
         evidence: "FailedMount / FailedAttachVolume / Multi-Attach events; `Read-only file system`; a permission or write error on a path under a volumeMount (readOnly: true, or owned by root without fsGroup).",
         example: "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)\nContainers:\n  nim:\n    Mounts:\n      /mnt/models from models (ro)",
         fix: "Mount the volume read-write where the program writes, or point the program's cache at a writable volume; set securityContext.fsGroup (and fsGroupChangePolicy) so a non-root user owns the volume; for RWO volumes, let the old pod release it (Recreate strategy) or use RWX storage.",
-        false_positives: "A ConfigMap or Secret volume that does not exist also fails to mount: that is reported as config-ref-missing.",
+        false_positives: "A ConfigMap or Secret volume that does not exist, or whose items[] name a key it lacks, also fails to mount: that is reported as config-ref-missing (which declares it outranks this).",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
     reads: &[Place::Log],
@@ -168,7 +168,7 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
                 format!("a volume failed to mount: {}", crate::text::clip(&e.message, 160))
             },
         )
-        .container(cx.focus_name())
+        .container(cx.mounting(&e.message).or(cx.focus_name()))
         .cite(&e.cite)
         .cmd(cx.kubectl("get pvc"))
         .cmd(cx.kubectl("get volumeattachments"));
