@@ -67,6 +67,9 @@ pub async fn scan(
     };
     // Pages of 500: memory holds only the unhealthy pods.
     let mut unhealthy_pods: Vec<Pod> = Vec::new();
+    // Pending for under two minutes, still being set up: listed only if a
+    // Warning event says why (a FailedMount), once the events are read.
+    let mut young: Vec<Pod> = Vec::new();
     let mut total = 0usize;
     let mut token: Option<String> = None;
     loop {
@@ -78,11 +81,13 @@ pub async fn scan(
             .await
             .map_err(|e| forbidden(e, "list", "pods", namespace))?;
         total += page.items.len();
-        unhealthy_pods.extend(
-            page.items
-                .into_iter()
-                .filter(|p| unhealthy(p) && !just_created_pending(p)),
-        );
+        for p in page.items.into_iter().filter(unhealthy) {
+            if just_created_pending(&p) {
+                young.push(p);
+            } else {
+                unhealthy_pods.push(p);
+            }
+        }
         token = page.metadata.continue_.filter(|t| !t.is_empty());
         if token.is_none() {
             break;
@@ -92,7 +97,7 @@ pub async fn scan(
     let mut by_uid: HashMap<String, Vec<Event>> = HashMap::new();
     let mut events_note = None;
     let mut token: Option<String> = None;
-    if !unhealthy_pods.is_empty() {
+    if !unhealthy_pods.is_empty() || !young.is_empty() {
         loop {
             let mut lp = ListParams::default().limit(500);
             if let Some(t) = &token {
@@ -120,6 +125,12 @@ pub async fn scan(
         }
     }
     let events_ok = events_note.is_none();
+    if events_ok {
+        unhealthy_pods.extend(young.into_iter().filter(|p| {
+            let uid = p.metadata.uid.as_deref().unwrap_or_default();
+            by_uid.get(uid).is_some_and(|evs| warned(evs))
+        }));
+    }
     let collector = Collector::new(client, namespace.to_string(), options);
     let collector = &collector;
     let by_uid = &by_uid;
@@ -147,6 +158,19 @@ pub async fn scan(
     })
 }
 
+/// Whether a pod's events hold a Warning: for a pod still being set up
+/// (ContainerCreating, PodInitializing), the kubelet's reason it cannot go
+/// on, e.g. `FailedMount` (kubernetes v1.36.3 pkg/kubelet/events/event.go
+/// FailedMountVolume, recorded as v1.EventTypeWarning by
+/// pkg/volume/util/operationexecutor/operation_generator.go and
+/// pkg/kubelet/kubelet.go, "Unable to attach or mount volumes").
+fn warned(events: &[Event]) -> bool {
+    events.iter().any(|e| e.type_.as_deref() == Some("Warning"))
+}
+
+/// Pending for under two minutes while its containers are only being set
+/// up (no other waiting reason, not refused by the scheduler): usually a
+/// pod just created, listed only with a Warning event (`warned`).
 fn just_created_pending(p: &Pod) -> bool {
     let pending = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Pending");
     // The scheduler already said no: not just created, whatever its age.

@@ -719,6 +719,96 @@ async fn scan_without_events_still_collects() {
     );
 }
 
+/// A pod of a Deployment created `age_s` seconds ago whose two containers
+/// wait in ContainerCreating (its volumes not set up yet: phase Pending).
+fn creating_pod(name: &str, uid: &str, age_s: i64) -> Value {
+    let created = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(age_s);
+    let waiting = |c: &str| {
+        json!({"name": c, "image": "app:1", "imageID": "", "ready": false,
+        "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}})
+    };
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": NS, "uid": uid,
+            "creationTimestamp": created.to_string(),
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rr-abc",
+                "uid": "rs-2", "controller": true}]},
+        "spec": {"nodeName": "node-1",
+            "containers": [
+                {"name": "app", "image": "app:1",
+                 "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}]},
+                {"name": "metrics", "image": "app:1"}],
+            "volumes": [{"name": "config", "configMap": {"name": "app-config",
+                "items": [{"key": "app.yaml", "path": "app.yaml"}]}}]},
+        "status": {"phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True"},
+                {"type": "PodReadyToStartContainers", "status": "False"}],
+            "containerStatuses": [waiting("app"), waiting("metrics")]}
+    })
+}
+
+fn pod_event(pod: &str, uid: &str, type_: &str, reason: &str, message: &str) -> Value {
+    json!({"metadata": {"name": format!("{pod}.{reason}"), "namespace": NS},
+        "involvedObject": {"kind": "Pod", "name": pod, "namespace": NS, "uid": uid},
+        "reason": reason, "type": type_, "message": message})
+}
+
+/// A pod 30 s in ContainerCreating whose volume the kubelet cannot set up
+/// (FailedMount, a Warning) is listed; the near miss, a pod 5 s in
+/// ContainerCreating with only its Scheduled event, is not. Only such
+/// young pods: the events are listed all the same.
+#[tokio::test]
+async fn scan_lists_a_young_container_creating_pod_with_a_failed_mount() {
+    let m = cluster();
+    let list = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+        "items": [creating_pod("rr-mount", "uid-m", 30), creating_pod("rr-fresh", "uid-f", 5)]});
+    m.on(PODS, vec![ok(list)]);
+    let events = json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": [
+        pod_event("rr-mount", "uid-m", "Normal", "Scheduled", "Successfully assigned shop/rr-mount to node-1"),
+        pod_event("rr-mount", "uid-m", "Warning", "FailedMount",
+            "MountVolume.SetUp failed for volume \"config\" : configmap references non-existent config key: app.yaml"),
+        pod_event("rr-fresh", "uid-f", "Normal", "Scheduled", "Successfully assigned shop/rr-fresh to node-1"),
+    ]});
+    m.on(EVENTS, vec![ok(events)]);
+    let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 2, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(s.total, 2);
+    let names: Vec<&str> = s.pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["rr-mount"]);
+    let report = crashdoc_core::diagnose_all(&read_memory(&s.pods));
+    let d = &report.pods[0].diagnoses[0];
+    assert_eq!(
+        (d.cause.id(), d.container.as_deref()),
+        ("config-ref-missing", Some("app"))
+    );
+}
+
+/// Near miss: without a Warning the young ContainerCreating pod stays out,
+/// and a scan with nothing else unhealthy finds nothing.
+#[tokio::test]
+async fn scan_leaves_out_a_young_container_creating_pod_without_warnings() {
+    let m = cluster();
+    let list = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+        "items": [creating_pod("rr-fresh", "uid-f", 5)]});
+    m.on(PODS, vec![ok(list)]);
+    let events = json!({"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": [
+        pod_event("rr-fresh", "uid-f", "Normal", "Scheduled", "Successfully assigned shop/rr-fresh to node-1"),
+        // Another pod's warning is not this pod's.
+        pod_event("web-1", "uid-1", "Warning", "BackOff", "Back-off restarting failed container web in pod web-1"),
+    ]});
+    m.on(EVENTS, vec![ok(events)]);
+    let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 2, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(s.total, 1);
+    assert!(
+        s.pods.is_empty(),
+        "{:?}",
+        s.pods.iter().map(|p| &p.name).collect::<Vec<_>>()
+    );
+}
+
 // `verify` against the same mock: the deployment's rollout as its status
 // reports it, then the new ReplicaSet's pods. Windows are zero or never
 // reached: the verdicts do not depend on time.
