@@ -280,17 +280,22 @@ pub fn split(name: &str, text: &str, default: FileKind) -> Vec<Section> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn commands_split_sections() {
-        let text = "$ kubectl get pods -n ml\nNAME READY STATUS RESTARTS AGE\nvllm-1 0/1 CrashLoopBackOff 3 5m\n\n$ kubectl logs vllm-1 -n ml --previous -c server\nINFO loading\nRuntimeError: CUDA error: out of memory\n$ kubectl describe pod vllm-1\nName: vllm-1\n";
-        let s = split(
+    /// A paste split with current logs as the default kind.
+    fn split_paste(text: &str) -> Vec<Section> {
+        split(
             "paste",
             text,
             FileKind::Logs {
                 kind: LogKind::Current,
                 container: None,
             },
-        );
+        )
+    }
+
+    #[test]
+    fn commands_split_sections() {
+        let text = "$ kubectl get pods -n ml\nNAME READY STATUS RESTARTS AGE\nvllm-1 0/1 CrashLoopBackOff 3 5m\n\n$ kubectl logs vllm-1 -n ml --previous -c server\nINFO loading\nRuntimeError: CUDA error: out of memory\n$ kubectl describe pod vllm-1\nName: vllm-1\n";
+        let s = split_paste(text);
         assert_eq!(s.len(), 3);
         assert!(matches!(s[0].kind, FileKind::GetPods));
         match &s[1].kind {
@@ -307,14 +312,7 @@ mod tests {
     #[test]
     fn shapes_split_sections_without_commands() {
         let text = "Name:         web-1\nNamespace:    default\nContainers:\n  web:\n    State: Waiting\nEvents:\n  Type  Reason  Age  From  Message\n  Warning  BackOff  1m  kubelet  Back-off restarting failed container\nTraceback (most recent call last):\n  File \"app.py\", line 1\nKeyError: 'DB_URL'\n";
-        let s = split(
-            "paste",
-            text,
-            FileKind::Logs {
-                kind: LogKind::Current,
-                container: None,
-            },
-        );
+        let s = split_paste(text);
         assert_eq!(s.len(), 2, "{s:?}");
         assert!(matches!(s[0].kind, FileKind::Describe));
         assert!(matches!(s[1].kind, FileKind::Logs { .. }));
@@ -325,14 +323,7 @@ mod tests {
     fn rollout_history_is_one_section_until_the_next_command() {
         use crate::ingest::rollout::RolloutFile;
         let text = "$ kubectl rollout history deploy/web --revision=2\ndeployment.apps/web with revision #2\nPod Template:\n  Labels:\tapp=web\n  Containers:\n   app:\n    Image:\tweb:1.4.0\n  Volumes:\n   config:\n    Type:\tConfigMap (a volume populated by a ConfigMap)\n    Name:\tweb-config\n$ kubectl describe pod web-1\nName:         web-1\nContainers:\n  app:\n    Image: web:1.5.0\n";
-        let s = split(
-            "paste",
-            text,
-            FileKind::Logs {
-                kind: LogKind::Current,
-                container: None,
-            },
-        );
+        let s = split_paste(text);
         assert_eq!(s.len(), 2, "{s:?}");
         assert_eq!(s[0].kind, FileKind::Rollout(RolloutFile::History));
         assert!(s[0].doc.text.contains("Name:\tweb-config"));
