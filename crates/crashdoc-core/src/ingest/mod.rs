@@ -29,6 +29,16 @@ pub struct Doc {
     pub line_offset: u64,
 }
 
+/// A document read whole from the file `name` (for tests).
+#[cfg(test)]
+pub(crate) fn doc(name: &str, text: &str) -> Doc {
+    Doc {
+        name: name.into(),
+        text: text.into(),
+        line_offset: 0,
+    }
+}
+
 /// What an input file holds, decided by its name (or a paste section's
 /// command or shape).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -858,14 +858,7 @@ pub fn merge_container(pod: &mut Pod, c: Container) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn doc(name: &str, text: &str) -> Doc {
-        Doc {
-            name: name.into(),
-            text: text.into(),
-            line_offset: 0,
-        }
-    }
+    use crate::ingest::doc;
 
     #[test]
     fn full_pod_yaml() {

@@ -356,14 +356,7 @@ fn timed_event(s: &Sourced) -> Option<TimedEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn doc(name: &str, text: &str) -> Doc {
-        Doc {
-            name: name.into(),
-            text: text.into(),
-            line_offset: 0,
-        }
-    }
+    use crate::ingest::doc;
 
     #[test]
     fn a_list_file_is_read_by_kind() {
