@@ -25,10 +25,24 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// One node attribute: its name in the report and how to read it.
-struct Attr {
-    name: &'static str,
-    read: fn(&Value) -> Option<(String, String)>,
+/// Where a node attribute is read from.
+enum Read {
+    /// The first of these labels the node has.
+    Label(&'static [&'static str]),
+    /// A `status.nodeInfo` field.
+    Info(&'static str),
+    /// GFD's split labels `PREFIX.PART` (`PREFIX`, `PARTS`).
+    Dotted(&'static str, &'static [&'static str]),
+}
+
+impl Read {
+    fn read(&self, v: &Value) -> Option<(String, String)> {
+        match self {
+            Read::Label(keys) => label_of(v, keys),
+            Read::Info(f) => info(v, f),
+            Read::Dotted(prefix, parts) => dotted(v, prefix, parts),
+        }
+    }
 }
 
 fn label_of(v: &Value, keys: &[&str]) -> Option<(String, String)> {
@@ -63,61 +77,37 @@ fn dotted(v: &Value, prefix: &str, parts: &[&str]) -> Option<(String, String)> {
     (!got.is_empty()).then(|| (format!("metadata.labels[{prefix}.*]"), got.join(".")))
 }
 
-const ATTRS: &[Attr] = &[
-    Attr {
-        name: "instance type",
-        read: |v| {
-            label_of(
-                v,
-                &[
-                    "node.kubernetes.io/instance-type",
-                    "beta.kubernetes.io/instance-type",
-                ],
-            )
-        },
-    },
-    Attr {
-        name: "node pool",
-        read: |v| {
-            label_of(
-                v,
-                &[
-                    "eks.amazonaws.com/nodegroup",
-                    "cloud.google.com/gke-nodepool",
-                    "kubernetes.azure.com/agentpool",
-                    "karpenter.sh/nodepool",
-                ],
-            )
-        },
-    },
-    Attr {
-        name: "kernel",
-        read: |v| info(v, "kernelVersion"),
-    },
-    Attr {
-        name: "OS image",
-        read: |v| info(v, "osImage"),
-    },
-    Attr {
-        name: "kubelet",
-        read: |v| info(v, "kubeletVersion"),
-    },
-    Attr {
-        name: "container runtime",
-        read: |v| info(v, "containerRuntimeVersion"),
-    },
-    Attr {
-        name: "GPU driver",
-        read: |v| dotted(v, "nvidia.com/cuda.driver", &["major", "minor", "rev"]),
-    },
-    Attr {
-        name: "CUDA",
-        read: |v| dotted(v, "nvidia.com/cuda.runtime", &["major", "minor"]),
-    },
-    Attr {
-        name: "GPU product",
-        read: |v| label_of(v, &["nvidia.com/gpu.product"]),
-    },
+/// Each node attribute: its name in the report and where it is read from.
+const ATTRS: &[(&str, Read)] = &[
+    (
+        "instance type",
+        Read::Label(&[
+            "node.kubernetes.io/instance-type",
+            "beta.kubernetes.io/instance-type",
+        ]),
+    ),
+    (
+        "node pool",
+        Read::Label(&[
+            "eks.amazonaws.com/nodegroup",
+            "cloud.google.com/gke-nodepool",
+            "kubernetes.azure.com/agentpool",
+            "karpenter.sh/nodepool",
+        ]),
+    ),
+    ("kernel", Read::Info("kernelVersion")),
+    ("OS image", Read::Info("osImage")),
+    ("kubelet", Read::Info("kubeletVersion")),
+    ("container runtime", Read::Info("containerRuntimeVersion")),
+    (
+        "GPU driver",
+        Read::Dotted("nvidia.com/cuda.driver", &["major", "minor", "rev"]),
+    ),
+    (
+        "CUDA",
+        Read::Dotted("nvidia.com/cuda.runtime", &["major", "minor"]),
+    ),
+    ("GPU product", Read::Label(&["nvidia.com/gpu.product"])),
 ];
 
 /// One attribute whose values differ between the two sets of nodes.
@@ -161,17 +151,17 @@ pub fn compare(nodes: &[Sourced], failing: &[String], healthy: &[String]) -> Vec
         return Vec::new();
     }
     let mut out = Vec::new();
-    for a in ATTRS {
+    for (name, source) in ATTRS {
         let read = |ns: &[&Sourced]| -> (BTreeSet<String>, Vec<Cite>) {
             let mut vals = BTreeSet::new();
             let mut cites = Vec::new();
             for n in ns {
-                match (a.read)(&n.value) {
+                match source.read(&n.value) {
                     Some((field, v)) => {
                         cites.push(n.cite(
                             SourceKind::Node,
                             &field,
-                            format!("node {}: {} {v}", n.name(), a.name),
+                            format!("node {}: {name} {v}", n.name()),
                         ));
                         vals.insert(v);
                     }
@@ -194,7 +184,7 @@ pub fn compare(nodes: &[Sourced], failing: &[String], healthy: &[String]) -> Vec
         evidence.extend(hc);
         evidence.dedup();
         out.push(NodeDiff {
-            attribute: a.name,
+            attribute: name,
             failing: fv.into_iter().collect(),
             healthy: hv.into_iter().collect(),
             shared_by_all_failing: shared,
