@@ -2,6 +2,9 @@
 //! tests/fixtures/rollout (made by its make_fixtures.py): one folder per
 //! diff kind, each with a near miss that must not be taken for a cause.
 
+use crashdoc_core::Report;
+use crashdoc_core::changes::ChangesReport;
+use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
 use serde_json::Value;
 use std::path::Path;
 
@@ -45,6 +48,58 @@ fn has_undo(c: &Value) -> bool {
         .any(|x| x.as_str().unwrap().contains("rollout undo"))
 }
 
+/// The rollback to revision 2 of the fixtures' Deployment.
+const UNDO_WEB_2: &str = "kubectl rollout undo deployment/web -n shop --to-revision=2";
+
+/// A case that coincides, compares `failing` with `healthy` and rolls back with `undo`.
+fn assert_rolls_back(c: &Value, failing: u64, healthy: u64, undo: &str) {
+    assert_eq!(c["verdict"], "coincides", "{c:#}");
+    assert_eq!(c["revisions"]["failing"]["number"], failing);
+    assert_eq!(c["revisions"]["last_healthy"]["number"], healthy);
+    assert_eq!(c["undo"], undo);
+}
+
+/// The report compares revision `failing` with the last healthy `healthy`.
+fn assert_compares(c: &ChangesReport, failing: u64, healthy: u64) {
+    assert_eq!(c.revisions.failing.number, Some(failing));
+    assert_eq!(
+        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
+        Some(healthy)
+    );
+}
+
+/// The crashing pod of the fixtures, in namespace shop, with these files.
+fn web_pod(files: Vec<(String, Vec<u8>)>) -> PodFiles {
+    PodFiles {
+        namespace: "shop".into(),
+        name: "web-7d9c6b5f8-x2k4p".into(),
+        files,
+    }
+}
+
+/// The file `name` of a fixture's files.
+fn file(files: &[(String, Vec<u8>)], name: &str) -> Vec<u8> {
+    files.iter().find(|(f, _)| f == name).unwrap().1.clone()
+}
+
+fn text(files: &[(String, Vec<u8>)], name: &str) -> String {
+    String::from_utf8(file(files, name)).unwrap()
+}
+
+/// The fixture's replicasets.json with only the ReplicaSet `name` left.
+fn only_replica_set(files: &[(String, Vec<u8>)], name: &str) -> Vec<u8> {
+    let mut rs: Value = serde_json::from_slice(&file(files, "replicasets.json")).unwrap();
+    rs["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["metadata"]["name"] == name);
+    serde_json::to_vec(&rs).unwrap()
+}
+
+fn diagnose_paste(paste: &str, name: &str) -> Report {
+    crashdoc_core::diagnose_all(&crashdoc_core::read_paste(paste.as_bytes(), name).unwrap())
+}
+
 /// A case whose change must coincide, named by this part of its sentence;
 /// `undo` when the change is in the template (a rollback reverts it).
 fn assert_coincides(case: &str, part: &str, undo: bool) {
@@ -76,13 +131,8 @@ fn an_image_change_coincides_and_the_undo_names_the_healthy_revision() {
         true,
     );
     let c = changes("image");
-    assert_eq!(c["revisions"]["failing"]["number"], 3);
-    assert_eq!(c["revisions"]["last_healthy"]["number"], 2);
+    assert_rolls_back(&c, 3, 2, UNDO_WEB_2);
     assert_eq!(c["revisions"]["last_healthy"]["basis"], "ran-healthy");
-    assert_eq!(
-        c["undo"],
-        "kubectl rollout undo deployment/web -n shop --to-revision=2"
-    );
     assert_eq!(c["first_crash"]["at"], "2026-11-30T10:00:40Z");
     assert_eq!(c["first_crash"]["node"], "ip-10-0-1-11");
     // Each crashing pod's first crash and node; the healthy pod is not one.
@@ -205,10 +255,7 @@ fn pasted_rollout_history_compares_two_revisions() {
     );
     let c = changes("history");
     assert_eq!(c["revisions"]["failing"]["number"], 3);
-    assert_eq!(
-        c["undo"],
-        "kubectl rollout undo deployment/web -n shop --to-revision=2"
-    );
+    assert_eq!(c["undo"], UNDO_WEB_2);
 }
 
 #[test]
@@ -224,28 +271,22 @@ fn two_pod_specs_of_different_revisions_compare() {
 #[test]
 fn a_statefulset_compares_its_controller_revisions() {
     let c = changes("statefulset");
-    assert_eq!(c["verdict"], "coincides", "{c:#}");
-    assert_eq!(c["revisions"]["failing"]["number"], 5);
-    assert_eq!(c["revisions"]["last_healthy"]["number"], 4);
-    assert_eq!(
-        c["undo"],
-        "kubectl rollout undo statefulset/db -n shop --to-revision=4"
+    assert_rolls_back(
+        &c,
+        5,
+        4,
+        "kubectl rollout undo statefulset/db -n shop --to-revision=4",
     );
     assert!(coinciding(&c)[0].starts_with("spec.containers[app].args"));
 }
 
 #[test]
 fn a_single_owner_replica_set_is_nothing_to_compare() {
-    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
     // The owner chain's replicaset.json alone, as every bundle has it.
-    let pod = PodFiles {
-        namespace: "shop".into(),
-        name: "web-7d9c6b5f8-x2k4p".into(),
-        files: vec![
-            ("pod.json".into(), br#"{"kind":"Pod","metadata":{"name":"web-7d9c6b5f8-x2k4p","namespace":"shop","labels":{"pod-template-hash":"7d9c6b5f8"}},"status":{"containerStatuses":[{"name":"app","restartCount":3,"lastState":{"terminated":{"exitCode":1,"finishedAt":"2026-11-30T10:20:04Z"}}}]}}"#.to_vec()),
-            ("replicaset.json".into(), br#"{"kind":"ReplicaSet","metadata":{"name":"web-7d9c6b5f8","annotations":{"deployment.kubernetes.io/revision":"3"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"app","image":"web:1.5.0"}]}}},"status":{"readyReplicas":0}}"#.to_vec()),
-        ],
-    };
+    let pod = web_pod(vec![
+        ("pod.json".into(), br#"{"kind":"Pod","metadata":{"name":"web-7d9c6b5f8-x2k4p","namespace":"shop","labels":{"pod-template-hash":"7d9c6b5f8"}},"status":{"containerStatuses":[{"name":"app","restartCount":3,"lastState":{"terminated":{"exitCode":1,"finishedAt":"2026-11-30T10:20:04Z"}}}]}}"#.to_vec()),
+        ("replicaset.json".into(), br#"{"kind":"ReplicaSet","metadata":{"name":"web-7d9c6b5f8","annotations":{"deployment.kubernetes.io/revision":"3"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"app","image":"web:1.5.0"}]}}},"status":{"readyReplicas":0}}"#.to_vec()),
+    ]);
     let report = crashdoc_core::diagnose_all(&read_memory(&[pod]));
     assert_eq!(report.pods.len(), 1);
     assert!(report.pods[0].changes.is_none());
@@ -277,12 +318,8 @@ fn fixture_files(case: &str) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn a_tar_gz_bundle_carries_the_comparison() {
-    use crashdoc_core::ingest::bundle::{PodFiles, read_tar_gz, write_tar_gz};
-    let pod = PodFiles {
-        namespace: "shop".into(),
-        name: "web-7d9c6b5f8-x2k4p".into(),
-        files: fixture_files("image"),
-    };
+    use crashdoc_core::ingest::bundle::{read_tar_gz, write_tar_gz};
+    let pod = web_pod(fixture_files("image"));
     let path = std::env::temp_dir().join(format!("crashdoc-changes-{}.tar.gz", std::process::id()));
     write_tar_gz(&path, &[pod], None, "2026-11-30T11:00:00Z").unwrap();
     let report = crashdoc_core::diagnose_all(&read_tar_gz(&path).unwrap());
@@ -294,18 +331,13 @@ fn a_tar_gz_bundle_carries_the_comparison() {
     );
     let c = report.pods[0].changes.as_ref().expect("changes");
     assert_eq!(c.verdict, crashdoc_core::changes::Verdict::Coincides);
-    assert_eq!(
-        c.undo.as_deref(),
-        Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
-    );
+    assert_eq!(c.undo.as_deref(), Some(UNDO_WEB_2));
 }
 
 #[test]
 fn a_paste_of_rollout_history_and_the_pod_is_read() {
     let files = fixture_files("history");
-    let text =
-        |n: &str| String::from_utf8(files.iter().find(|(f, _)| f == n).unwrap().1.clone()).unwrap();
-    let history = text("rollout-history.txt");
+    let history = text(&files, "rollout-history.txt");
     let (rev2, rev3) = history.split_at(
         history
             .find("deployment.apps/web with revision #3")
@@ -313,16 +345,11 @@ fn a_paste_of_rollout_history_and_the_pod_is_read() {
     );
     let paste = format!(
         "$ kubectl get pod web-7d9c6b5f8-x2k4p -n shop -o json\n{}\n$ kubectl rollout history deploy/web -n shop --revision=2\n{rev2}$ kubectl rollout history deploy/web -n shop --revision=3\n{rev3}",
-        text("pod.json")
+        text(&files, "pod.json")
     );
-    let ev = crashdoc_core::read_paste(paste.as_bytes(), "paste").unwrap();
-    let report = crashdoc_core::diagnose_all(&ev);
+    let report = diagnose_paste(&paste, "paste");
     let c = report.pods[0].changes.as_ref().expect("changes");
-    assert_eq!(c.revisions.failing.number, Some(3));
-    assert_eq!(
-        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
-        Some(2)
-    );
+    assert_compares(c, 3, 2);
     assert!(c.coinciding[0].contains("web:1.5.0"), "{:?}", c.coinciding);
 }
 
@@ -378,16 +405,13 @@ fn no_secret_value_reaches_the_report() {
 
 #[test]
 fn one_revision_alone_is_no_comparison_and_offers_no_rollback() {
-    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
     let rs = br#"{"kind":"List","items":[{"kind":"ReplicaSet","metadata":{"name":"web-7d9c6b5f8","creationTimestamp":"2026-11-30T10:00:00Z","labels":{"pod-template-hash":"7d9c6b5f8"},"annotations":{"deployment.kubernetes.io/revision":"1"}},"spec":{"replicas":2,"template":{"spec":{"containers":[{"name":"app","image":"web:1.5.0"}]}}},"status":{"readyReplicas":0}}]}"#;
     let pod = br#"{"kind":"Pod","metadata":{"name":"web-7d9c6b5f8-x2k4p","namespace":"shop","labels":{"pod-template-hash":"7d9c6b5f8"}},"status":{"containerStatuses":[{"name":"app","restartCount":3,"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"finishedAt":"2026-11-30T10:20:04Z"}}}]}}"#;
-    let files = |rs: &[u8]| PodFiles {
-        namespace: "shop".into(),
-        name: "web-7d9c6b5f8-x2k4p".into(),
-        files: vec![
+    let files = |rs: &[u8]| {
+        web_pod(vec![
             ("pod.json".into(), pod.to_vec()),
             ("replicasets.json".into(), rs.to_vec()),
-        ],
+        ])
     };
     let report = crashdoc_core::diagnose_all(&read_memory(&[files(rs)]));
     let c = report.pods[0].changes.as_ref().expect("changes");
@@ -426,8 +450,7 @@ fn another_workloads_pod_in_the_same_paste_is_not_a_revision() {
         .replace("web-6d4cf56db6-hw8rt", "api-6d4cf56db6-hw8rt")
         .replace("\"web-6d4cf56db6\"", "\"api-6d4cf56db6\"");
     assert_ne!(other, text);
-    let ev = crashdoc_core::read_paste(other.as_bytes(), "pods.yaml").unwrap();
-    let report = crashdoc_core::diagnose_all(&ev);
+    let report = diagnose_paste(&other, "pods.yaml");
     let web = report
         .pods
         .iter()
@@ -435,8 +458,7 @@ fn another_workloads_pod_in_the_same_paste_is_not_a_revision() {
         .unwrap();
     assert!(web.changes.is_none(), "{:?}", web.changes);
     // The same paste with both pods of `web` compares them.
-    let ev = crashdoc_core::read_paste(text.as_bytes(), "pods.yaml").unwrap();
-    let report = crashdoc_core::diagnose_all(&ev);
+    let report = diagnose_paste(&text, "pods.yaml");
     let with: Vec<_> = report
         .pods
         .iter()
@@ -450,62 +472,33 @@ fn another_workloads_pod_in_the_same_paste_is_not_a_revision() {
 #[test]
 fn a_paste_of_the_pod_and_its_replica_sets_compares_them() {
     let files = fixture_files("replicasets-only");
-    let text =
-        |n: &str| String::from_utf8(files.iter().find(|(f, _)| f == n).unwrap().1.clone()).unwrap();
     let paste = format!(
         "$ kubectl get pod web-7d9c6b5f8-x2k4p -n shop -o json\n{}\n$ kubectl get rs -n shop -l app=web -o json\n{}",
-        text("pod.json"),
-        text("replicasets.json")
+        text(&files, "pod.json"),
+        text(&files, "replicasets.json")
     );
-    let report =
-        crashdoc_core::diagnose_all(&crashdoc_core::read_paste(paste.as_bytes(), "paste").unwrap());
+    let report = diagnose_paste(&paste, "paste");
     assert_eq!(report.pods.len(), 1);
     let c = report.pods[0].changes.as_ref().expect("changes");
-    assert_eq!(c.revisions.failing.number, Some(3));
-    assert_eq!(
-        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
-        Some(2)
-    );
-    assert_eq!(
-        c.undo.as_deref(),
-        Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
-    );
+    assert_compares(c, 3, 2);
+    assert_eq!(c.undo.as_deref(), Some(UNDO_WEB_2));
 }
 
 #[test]
 fn a_describe_and_two_history_revisions_find_the_failing_one_by_its_owner() {
-    let files = fixture_files("history");
-    let history = String::from_utf8(
-        files
-            .iter()
-            .find(|(f, _)| f == "rollout-history.txt")
-            .unwrap()
-            .1
-            .clone(),
-    )
-    .unwrap();
+    let history = text(&fixture_files("history"), "rollout-history.txt");
     // No pod object: the describe's `Controlled By` names revision 3's ReplicaSet.
     let describe = "Name:         web-7d9c6b5f8-x2k4p\nNamespace:    shop\nControlled By:  ReplicaSet/web-7d9c6b5f8\nContainers:\n  app:\n    Image:          registry.example.com/web:1.5.0\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    1\n    Restart Count:  6\n";
     let paste = format!(
         "$ kubectl describe pod web-7d9c6b5f8-x2k4p -n shop\n{describe}$ kubectl rollout history deploy/web -n shop --revision=2\n{history}"
     );
-    let report =
-        crashdoc_core::diagnose_all(&crashdoc_core::read_paste(paste.as_bytes(), "paste").unwrap());
+    let report = diagnose_paste(&paste, "paste");
     let c = report.pods[0].changes.as_ref().expect("changes");
-    assert_eq!(c.revisions.failing.number, Some(3));
-    assert_eq!(
-        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
-        Some(2)
-    );
-    assert_eq!(
-        c.undo.as_deref(),
-        Some("kubectl rollout undo deployment/web -n shop --to-revision=2")
-    );
+    assert_compares(c, 3, 2);
+    assert_eq!(c.undo.as_deref(), Some(UNDO_WEB_2));
     // Owned by revision 2's ReplicaSet instead: revision 2 fails, nothing older to compare.
     let paste2 = paste.replace("ReplicaSet/web-7d9c6b5f8", "ReplicaSet/web-6d4cf56db6");
-    let report = crashdoc_core::diagnose_all(
-        &crashdoc_core::read_paste(paste2.as_bytes(), "paste").unwrap(),
-    );
+    let report = diagnose_paste(&paste2, "paste");
     let c = report.pods[0].changes.as_ref().expect("changes");
     assert_eq!(c.revisions.failing.number, Some(2));
     assert!(c.undo.is_none());
@@ -514,7 +507,7 @@ fn a_describe_and_two_history_revisions_find_the_failing_one_by_its_owner() {
 #[test]
 fn a_cluster_info_dump_compares_a_namespaces_revisions() {
     let files = fixture_files("image");
-    let get = |n: &str| files.iter().find(|(f, _)| f == n).unwrap().1.clone();
+    let get = |n: &str| file(&files, n);
     let dir = std::env::temp_dir().join(format!("crashdoc-changes-dump-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("shop")).unwrap();
@@ -529,20 +522,12 @@ fn a_cluster_info_dump_compares_a_namespaces_revisions() {
     for p in &report.pods {
         let c = p.changes.as_ref().expect("changes");
         assert_eq!(c.verdict, crashdoc_core::changes::Verdict::Coincides);
-        assert_eq!(
-            c.revisions.last_healthy.as_ref().and_then(|h| h.number),
-            Some(2)
-        );
+        assert_compares(c, 3, 2);
     }
     // Near miss: only revision 3's ReplicaSet in the dump: nothing to compare, no section.
-    let mut rs: Value = serde_json::from_slice(&get("replicasets.json")).unwrap();
-    rs["items"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|r| r["metadata"]["name"] == "web-7d9c6b5f8");
     std::fs::write(
         dir.join("shop/replicasets.json"),
-        serde_json::to_vec(&rs).unwrap(),
+        only_replica_set(&files, "web-7d9c6b5f8"),
     )
     .unwrap();
     let mut pods: Value = serde_json::from_slice(&get("workload-pods.json")).unwrap();
@@ -563,34 +548,21 @@ fn a_cluster_info_dump_compares_a_namespaces_revisions() {
 
 #[test]
 fn a_printed_revision_against_a_json_one_says_only_the_real_change() {
-    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
     let image = fixture_files("image");
-    let history = fixture_files("history");
-    let get = |f: &[(String, Vec<u8>)], n: &str| f.iter().find(|(x, _)| x == n).unwrap().1.clone();
     // Revision 3 as its ReplicaSet (JSON), revision 2 only as printed history.
-    let mut rs: Value = serde_json::from_slice(&get(&image, "replicasets.json")).unwrap();
-    rs["items"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|r| r["metadata"]["name"] == "web-7d9c6b5f8");
-    let text = String::from_utf8(get(&history, "rollout-history.txt")).unwrap();
+    let text = text(&fixture_files("history"), "rollout-history.txt");
     let rev2 = &text[..text.find("deployment.apps/web with revision #3").unwrap()];
-    let pod = PodFiles {
-        namespace: "shop".into(),
-        name: "web-7d9c6b5f8-x2k4p".into(),
-        files: vec![
-            ("pod.json".into(), get(&image, "pod.json")),
-            ("replicasets.json".into(), serde_json::to_vec(&rs).unwrap()),
-            ("rollout-history.txt".into(), rev2.as_bytes().to_vec()),
-        ],
-    };
+    let pod = web_pod(vec![
+        ("pod.json".into(), file(&image, "pod.json")),
+        (
+            "replicasets.json".into(),
+            only_replica_set(&image, "web-7d9c6b5f8"),
+        ),
+        ("rollout-history.txt".into(), rev2.as_bytes().to_vec()),
+    ]);
     let report = crashdoc_core::diagnose_all(&read_memory(&[pod]));
     let c = report.pods[0].changes.as_ref().expect("changes");
-    assert_eq!(c.revisions.failing.number, Some(3));
-    assert_eq!(
-        c.revisions.last_healthy.as_ref().and_then(|h| h.number),
-        Some(2)
-    );
+    assert_compares(c, 3, 2);
     let relevant: Vec<&str> = c
         .template
         .iter()
@@ -602,24 +574,16 @@ fn a_printed_revision_against_a_json_one_says_only_the_real_change() {
 
 #[test]
 fn a_pods_spec_is_not_compared_with_a_replica_sets_template() {
-    use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
     let image = fixture_files("image");
-    let get = |n: &str| image.iter().find(|(x, _)| x == n).unwrap().1.clone();
     // Revision 3's ReplicaSet is missing: the crashing pod's spec stands for it,
     // and admission-added pod fields must not read as changes against revision 2.
-    let mut rs: Value = serde_json::from_slice(&get("replicasets.json")).unwrap();
-    rs["items"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|r| r["metadata"]["name"] == "web-6d4cf56db6");
-    let pod = PodFiles {
-        namespace: "shop".into(),
-        name: "web-7d9c6b5f8-x2k4p".into(),
-        files: vec![
-            ("pod.json".into(), get("pod.json")),
-            ("replicasets.json".into(), serde_json::to_vec(&rs).unwrap()),
-        ],
-    };
+    let pod = web_pod(vec![
+        ("pod.json".into(), file(&image, "pod.json")),
+        (
+            "replicasets.json".into(),
+            only_replica_set(&image, "web-6d4cf56db6"),
+        ),
+    ]);
     let report = crashdoc_core::diagnose_all(&read_memory(&[pod]));
     let c = report.pods[0].changes.as_ref().expect("changes");
     assert_eq!(c.verdict, crashdoc_core::changes::Verdict::NoComparison);
@@ -629,12 +593,11 @@ fn a_pods_spec_is_not_compared_with_a_replica_sets_template() {
 #[test]
 fn a_daemonset_compares_its_controller_revisions_by_hash() {
     let c = changes("daemonset");
-    assert_eq!(c["verdict"], "coincides", "{c:#}");
-    assert_eq!(c["revisions"]["failing"]["number"], 8);
-    assert_eq!(c["revisions"]["last_healthy"]["number"], 7);
-    assert_eq!(
-        c["undo"],
-        "kubectl rollout undo daemonset/agent -n shop --to-revision=7"
+    assert_rolls_back(
+        &c,
+        8,
+        7,
+        "kubectl rollout undo daemonset/agent -n shop --to-revision=7",
     );
     let co = coinciding(&c);
     assert!(
