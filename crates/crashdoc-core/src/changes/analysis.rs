@@ -470,16 +470,8 @@ fn timeline(
         }
     }
     for f in crashes {
-        let on = f
-            .node
-            .as_deref()
-            .map(|n| format!(" on node {n}"))
-            .unwrap_or_default();
-        let when = if f.precision == "exact" {
-            ""
-        } else {
-            " (no later than)"
-        };
+        let on = f.on_node();
+        let when = if f.is_exact() { "" } else { " (no later than)" };
         push(
             &f.at,
             format!("pod {} first crashed{on}{when}", f.pod),

@@ -119,6 +119,19 @@ impl FirstCrash {
     pub fn secs(&self) -> Option<i64> {
         parse_timestamp(&self.at)
     }
+
+    /// ` on node NAME`, or nothing when the node is unknown.
+    pub fn on_node(&self) -> String {
+        self.node
+            .as_deref()
+            .map(|n| format!(" on node {n}"))
+            .unwrap_or_default()
+    }
+
+    /// The crash time is exact, not a no-later-than bound.
+    pub fn is_exact(&self) -> bool {
+        self.precision == "exact"
+    }
 }
 
 /// The earliest crash this pod's status and events tell.

@@ -121,16 +121,8 @@ fn facts(ch: &ChangesReport) -> Vec<(&'static str, String)> {
         ));
     }
     if let Some(f) = &ch.first_crash {
-        let node = f
-            .node
-            .as_deref()
-            .map(|n| format!(" on node {n}"))
-            .unwrap_or_default();
-        let when = if f.precision == "exact" {
-            ""
-        } else {
-            "no later than "
-        };
+        let node = f.on_node();
+        let when = if f.is_exact() { "" } else { "no later than " };
         out.push((
             "first crash",
             format!("{when}{}, pod {}{node}", f.at, f.pod),
