@@ -295,19 +295,8 @@ fn debug_safely(pod: &Pod, cx: &Context, top: &mut Diagnosis) {
 /// no change since the last healthy revision explains the crash.
 fn apply_changes(top: &mut Diagnosis, ch: &crate::changes::ChangesReport) {
     use crate::changes::Verdict;
-    let healthy = ch
-        .revisions
-        .last_healthy
-        .as_ref()
-        .map(|h| match h.number {
-            Some(n) => format!("revision {n}"),
-            None => format!("template {}", h.name),
-        })
-        .unwrap_or_else(|| "the last healthy revision".into());
-    let failing = match ch.revisions.failing.number {
-        Some(n) => format!("revision {n}"),
-        None => format!("template {}", ch.revisions.failing.name),
-    };
+    let healthy = ch.last_healthy_words();
+    let failing = ch.revisions.failing.words();
     match ch.verdict {
         Verdict::Coincides => {
             let which = ch.coinciding.join("; ");

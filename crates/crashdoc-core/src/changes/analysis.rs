@@ -45,6 +45,16 @@ pub struct RevisionRef {
     pub cite: Cite,
 }
 
+impl RevisionRef {
+    /// `revision N`, or `template NAME` when it has no number.
+    pub fn words(&self) -> String {
+        match self.number {
+            Some(n) => format!("revision {n}"),
+            None => format!("template {}", self.name),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RevisionPair {
     pub failing: RevisionRef,
@@ -80,6 +90,18 @@ pub struct ChangesReport {
     pub undo: Option<String>,
     /// The workload compared (`deployment/web`).
     pub workload: Option<String>,
+}
+
+impl ChangesReport {
+    /// The last healthy revision in words (`revision 2`), or `the last
+    /// healthy revision` when none was found.
+    pub fn last_healthy_words(&self) -> String {
+        self.revisions
+            .last_healthy
+            .as_ref()
+            .map(RevisionRef::words)
+            .unwrap_or_else(|| "the last healthy revision".into())
+    }
 }
 
 /// The revision comparison for one pod, or `None` when the input has

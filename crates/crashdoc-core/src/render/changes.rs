@@ -6,10 +6,7 @@ use crate::changes::analysis::{ChangesReport, RevisionRef, Verdict, change_sente
 use std::fmt::Write;
 
 fn revision(r: &RevisionRef) -> String {
-    let n = match r.number {
-        Some(n) => format!("revision {n}"),
-        None => format!("template {}", r.name),
-    };
+    let n = r.words();
     let name = if r.number.is_some() {
         format!("{}, ", r.name)
     } else {
@@ -40,15 +37,7 @@ pub fn headline(ch: &ChangesReport) -> String {
 
 /// The verdict as a sentence.
 pub fn verdict(ch: &ChangesReport) -> String {
-    let since = ch
-        .revisions
-        .last_healthy
-        .as_ref()
-        .map(|h| match h.number {
-            Some(n) => format!("revision {n}"),
-            None => format!("template {}", h.name),
-        })
-        .unwrap_or_else(|| "the last healthy revision".into());
+    let since = ch.last_healthy_words();
     match ch.verdict {
         Verdict::Coincides => format!(
             "coincides with the first crash: {}",
