@@ -3,7 +3,7 @@
 //! parallel, pods concurrently), counting requests and timing each wave.
 
 use crate::sources::shared::{Seed, Shared, workload_key};
-use crate::sources::{Ctx, FIRST_WAVE, Output, SECOND_WAVE, Source, json, revisions};
+use crate::sources::{Ctx, FIRST_WAVE, Namespaced, Output, SECOND_WAVE, Source, json, revisions};
 use crate::{KubeError, Target, TargetKind};
 use crashdoc_core::ingest::bundle::{BundleFile, PodFiles};
 use futures::future::join_all;
@@ -171,11 +171,7 @@ impl Collector {
     /// Get one named object of the namespace, with the error a user can act on.
     async fn get_named<K>(&self, name: &str, resource: &str, kind: &str) -> Result<K, KubeError>
     where
-        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-            + Clone
-            + serde::de::DeserializeOwned
-            + std::fmt::Debug,
-        <K as kube::Resource>::DynamicType: Default,
+        K: Namespaced,
     {
         self.count();
         let api = self.api::<K>();

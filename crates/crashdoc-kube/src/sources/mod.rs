@@ -89,6 +89,24 @@ pub struct Ctx<'a> {
     pub(crate) requests: &'a AtomicU32,
 }
 
+/// A namespaced kind read whole from the API, by get or list: what
+/// `Api::namespaced` and its reads ask of it.
+pub(crate) trait Namespaced:
+    kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType: Default>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+{
+}
+
+impl<K> Namespaced for K where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType: Default>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+{
+}
+
 impl Ctx<'_> {
     /// Count one API request.
     pub fn count(&self) {

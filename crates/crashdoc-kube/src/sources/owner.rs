@@ -1,7 +1,7 @@
 //! The owner chain: ReplicaSet -> Deployment, StatefulSet, DaemonSet, Job,
 //! as far as it goes.
 
-use super::{Ctx, Output, Rule, Source, json, missing};
+use super::{Ctx, Namespaced, Output, Rule, Source, json, missing};
 use crashdoc_core::ingest::bundle::BundleFile;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
@@ -28,12 +28,7 @@ async fn fetch<K>(
     rule: &Rule,
 ) -> Option<K>
 where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-    <K as kube::Resource>::DynamicType: Default,
+    K: Namespaced + serde::Serialize,
 {
     let api: Api<K> = cx.api();
     match cx.get(&api, name).await {

@@ -12,7 +12,7 @@
 //! pkg/controller/deployment/sync.go, `generateReplicaSetName`).
 
 use super::shared::{NodeRead, workload_key};
-use super::{Ctx, Output, Rule, Source, json, missing};
+use super::{Ctx, Namespaced, Output, Rule, Source, json, missing};
 use crate::collect::{selector_string, unhealthy};
 use crashdoc_core::ingest::bundle::BundleFile;
 use crashdoc_core::model::Missing;
@@ -152,11 +152,7 @@ fn list_file<T: serde::Serialize>(items: &[T]) -> Vec<u8> {
 /// List one kind by the workload's selector, counted and retried.
 async fn list<K>(cx: &Ctx<'_>, sel: &str) -> Result<Vec<K>, kube::Error>
 where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-    <K as kube::Resource>::DynamicType: Default,
+    K: Namespaced,
 {
     let api: Api<K> = cx.api();
     let lp = ListParams::default().labels(sel);
