@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Mock, NS, Reply, list, ok};
-use crashdoc_kube::verify::{Kind, Verdict, Verification, VerifyOptions, verify};
+use crashdoc_kube::verify::{Kind, Revisions, Verdict, Verification, VerifyOptions, verify};
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -35,6 +35,16 @@ fn pod(name: &str, owner: (&str, &str), hash: &str, restarts: i32, healthy: bool
         "status": {"phase": "Running", "containerStatuses": [{"name": "c", "image": "img:2",
             "imageID": "", "ready": healthy, "restartCount": restarts, "state": state,
             "lastState": if restarts > 0 { json!({"terminated": {"exitCode": 1, "reason": "Error"}}) } else { json!({}) }}]}})
+}
+
+/// A pod of StatefulSet db.
+fn db(name: &str, hash: &str, restarts: i32, healthy: bool) -> Value {
+    pod(name, ("StatefulSet", "db"), hash, restarts, healthy)
+}
+
+/// A pod of DaemonSet agent.
+fn agent(name: &str, hash: &str, restarts: i32, healthy: bool) -> Value {
+    pod(name, ("DaemonSet", "agent"), hash, restarts, healthy)
 }
 
 fn pods(items: Vec<Value>) -> Reply {
@@ -83,19 +93,55 @@ fn history() -> Reply {
     )
 }
 
-fn opts(stable: Duration, timeout: Duration) -> VerifyOptions {
+/// A deadline no test reaches.
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// No stable window, this deadline, a quick poll.
+fn opts(timeout: Duration) -> VerifyOptions {
     VerifyOptions {
-        stable,
+        stable: Duration::ZERO,
         timeout,
         poll: Duration::from_millis(1),
     }
 }
 
-async fn run(m: &Mock, kind: Kind, name: &str, o: VerifyOptions) -> (Verification, Vec<String>) {
+/// `verify` of `kind`/`name` with [`opts`]: the verification and what it said.
+async fn run(m: &Mock, kind: Kind, name: &str, timeout: Duration) -> (Verification, Vec<String>) {
     let said = Mutex::new(Vec::new());
     let say = |s: &str| said.lock().unwrap().push(s.to_string());
-    let v = verify(&m.client(), NS, kind, name, o, &say).await.unwrap();
+    let v = verify(&m.client(), NS, kind, name, opts(timeout), &say)
+        .await
+        .unwrap();
     (v, said.into_inner().unwrap())
+}
+
+/// A mock whose `route` gives `workload` in turn, and whose pod list gives
+/// each look's pods in turn.
+fn mock(route: &str, workload: Vec<Reply>, looks: Vec<Vec<Value>>) -> Mock {
+    let m = Mock::default();
+    m.on(route, workload);
+    m.on(PODS, looks.into_iter().map(pods).collect());
+    m
+}
+
+/// [`mock`] of DaemonSet agent, with its [`history`].
+fn agent_mock(daemonsets: Vec<Reply>, looks: Vec<Vec<Value>>) -> Mock {
+    let m = mock(DS, daemonsets, looks);
+    m.on(CRS, vec![history()]);
+    m
+}
+
+/// (pods, restarts) of the new revision, then of the old one.
+fn new_and_old(r: &Revisions) -> ((usize, i64), (usize, i64)) {
+    ((r.new_pods, r.new_restarts), (r.old_pods, r.old_restarts))
+}
+
+fn assert_held(v: &Verification, n: usize) {
+    assert!(
+        matches!(v.verdict, Verdict::Held { pods, .. } if pods == n),
+        "{:?}",
+        v.verdict
+    );
 }
 
 fn assert_gets_only(m: &Mock) {
@@ -111,38 +157,21 @@ fn assert_gets_only(m: &Mock) {
 
 #[tokio::test]
 async fn a_statefulset_rollout_that_holds_reports_old_against_new_restarts() {
-    let m = Mock::default();
-    m.on(STS, vec![statefulset(1, 2), statefulset(2, 2)]);
-    m.on(
-        PODS,
+    let m = mock(
+        STS,
+        vec![statefulset(1, 2), statefulset(2, 2)],
         vec![
             // Under way: db-1 is still the old revision's, crash-looping.
-            pods(vec![
-                pod("db-0", ("StatefulSet", "db"), "db-2", 0, true),
-                pod("db-1", ("StatefulSet", "db"), "db-1", 7, false),
-            ]),
-            pods(vec![
-                pod("db-0", ("StatefulSet", "db"), "db-2", 0, true),
-                pod("db-1", ("StatefulSet", "db"), "db-2", 0, true),
-            ]),
+            vec![db("db-0", "db-2", 0, true), db("db-1", "db-1", 7, false)],
+            vec![db("db-0", "db-2", 0, true), db("db-1", "db-2", 0, true)],
         ],
     );
-    let (v, said) = run(
-        &m,
-        Kind::StatefulSet,
-        "db",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
-    match v.verdict {
-        Verdict::Held { pods, .. } => assert_eq!(pods, 2),
-        other => panic!("{other:?}"),
-    }
+    let (v, said) = run(&m, Kind::StatefulSet, "db", HOUR).await;
+    assert_held(&v, 2);
     assert_eq!(v.revisions.new_revision, "db-2");
-    assert_eq!((v.revisions.new_pods, v.revisions.new_restarts), (2, 0));
     // db-1 was seen at the old revision with 7 restarts, then replaced
     // (same name and uid here: the mock keeps uids by name).
-    assert_eq!((v.revisions.old_pods, v.revisions.old_restarts), (0, 0));
+    assert_eq!(new_and_old(&v.revisions), ((2, 0), (0, 0)));
     assert_eq!(
         said[0],
         "rollout: waiting for partitioned roll out to finish: 1 out of 2 new pods have been updated"
@@ -158,55 +187,33 @@ async fn a_statefulset_rollout_that_holds_reports_old_against_new_restarts() {
 
 #[tokio::test]
 async fn old_revision_pods_that_went_away_keep_their_restarts() {
-    let m = Mock::default();
-    m.on(STS, vec![statefulset(1, 2), statefulset(2, 2)]);
-    m.on(
-        PODS,
+    let m = mock(
+        STS,
+        vec![statefulset(1, 2), statefulset(2, 2)],
         vec![
-            pods(vec![
-                pod("db-0", ("StatefulSet", "db"), "db-2", 0, true),
-                pod("db-1-old", ("StatefulSet", "db"), "db-1", 7, false),
-            ]),
-            pods(vec![
-                pod("db-0", ("StatefulSet", "db"), "db-2", 0, true),
-                pod("db-1", ("StatefulSet", "db"), "db-2", 0, true),
-            ]),
+            vec![
+                db("db-0", "db-2", 0, true),
+                db("db-1-old", "db-1", 7, false),
+            ],
+            vec![db("db-0", "db-2", 0, true), db("db-1", "db-2", 0, true)],
         ],
     );
-    let (v, _) = run(
-        &m,
-        Kind::StatefulSet,
-        "db",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
-    assert!(
-        matches!(v.verdict, Verdict::Held { pods: 2, .. }),
-        "{:?}",
-        v.verdict
-    );
-    assert_eq!((v.revisions.new_pods, v.revisions.new_restarts), (2, 0));
-    assert_eq!((v.revisions.old_pods, v.revisions.old_restarts), (1, 7));
+    let (v, _) = run(&m, Kind::StatefulSet, "db", HOUR).await;
+    assert_held(&v, 2);
+    assert_eq!(new_and_old(&v.revisions), ((2, 0), (1, 7)));
 }
 
 #[tokio::test]
 async fn a_statefulset_pod_of_the_new_revision_that_crash_loops_is_unstable() {
-    let m = Mock::default();
-    m.on(STS, vec![statefulset(2, 2)]);
-    m.on(
-        PODS,
-        vec![pods(vec![
-            pod("db-0", ("StatefulSet", "db"), "db-2", 0, true),
-            pod("db-1", ("StatefulSet", "db"), "db-2", 4, false),
-        ])],
+    let m = mock(
+        STS,
+        vec![statefulset(2, 2)],
+        vec![vec![
+            db("db-0", "db-2", 0, true),
+            db("db-1", "db-2", 4, false),
+        ]],
     );
-    let (v, _) = run(
-        &m,
-        Kind::StatefulSet,
-        "db",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
+    let (v, _) = run(&m, Kind::StatefulSet, "db", HOUR).await;
     match v.verdict {
         Verdict::Unstable { reason, failing } => {
             assert_eq!(reason, "pod db-1 is not running ready");
@@ -214,30 +221,23 @@ async fn a_statefulset_pod_of_the_new_revision_that_crash_loops_is_unstable() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!((v.revisions.new_pods, v.revisions.new_restarts), (2, 4));
+    assert_eq!(new_and_old(&v.revisions).0, (2, 4));
     assert_eq!(m.calls(PODS), 1);
     assert_gets_only(&m);
 }
 
 #[tokio::test]
 async fn a_statefulset_rollout_incomplete_at_the_deadline_fails_with_its_new_pods() {
-    let m = Mock::default();
     // Stuck: the first updated pod never becomes ready (ordered rollout).
-    m.on(STS, vec![statefulset(1, 1)]);
-    m.on(
-        PODS,
-        vec![pods(vec![
-            pod("db-0", ("StatefulSet", "db"), "db-1", 2, true),
-            pod("db-1", ("StatefulSet", "db"), "db-2", 5, false),
-        ])],
+    let m = mock(
+        STS,
+        vec![statefulset(1, 1)],
+        vec![vec![
+            db("db-0", "db-1", 2, true),
+            db("db-1", "db-2", 5, false),
+        ]],
     );
-    let (v, said) = run(
-        &m,
-        Kind::StatefulSet,
-        "db",
-        opts(Duration::ZERO, Duration::ZERO),
-    )
-    .await;
+    let (v, said) = run(&m, Kind::StatefulSet, "db", Duration::ZERO).await;
     match v.verdict {
         Verdict::RolloutFailed { reason, failing } => {
             assert_eq!(
@@ -253,44 +253,30 @@ async fn a_statefulset_rollout_incomplete_at_the_deadline_fails_with_its_new_pod
         other => panic!("{other:?}"),
     }
     assert_eq!(said, ["rollout: waiting for 1 pods to be ready"]);
-    assert_eq!((v.revisions.new_pods, v.revisions.new_restarts), (1, 5));
-    assert_eq!((v.revisions.old_pods, v.revisions.old_restarts), (1, 2));
+    assert_eq!(new_and_old(&v.revisions), ((1, 5), (1, 2)));
     assert_eq!(m.calls(STS), 1);
     assert_gets_only(&m);
 }
 
 #[tokio::test]
 async fn a_daemonset_rollout_that_holds_counts_its_newest_revision_as_new() {
-    let m = Mock::default();
-    m.on(DS, vec![daemonset(1, 1), daemonset(2, 1), daemonset(2, 2)]);
-    m.on(CRS, vec![history()]);
-    m.on(
-        PODS,
+    let m = agent_mock(
+        vec![daemonset(1, 1), daemonset(2, 1), daemonset(2, 2)],
         vec![
-            pods(vec![
-                pod("agent-a", ("DaemonSet", "agent"), "h3", 0, true),
-                pod("agent-b", ("DaemonSet", "agent"), "h2", 9, false),
-            ]),
-            pods(vec![
-                pod("agent-a", ("DaemonSet", "agent"), "h3", 0, true),
-                pod("agent-c", ("DaemonSet", "agent"), "h3", 0, true),
-            ]),
+            vec![
+                agent("agent-a", "h3", 0, true),
+                agent("agent-b", "h2", 9, false),
+            ],
+            vec![
+                agent("agent-a", "h3", 0, true),
+                agent("agent-c", "h3", 0, true),
+            ],
         ],
     );
-    let (v, said) = run(
-        &m,
-        Kind::DaemonSet,
-        "agent",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
-    assert!(
-        matches!(v.verdict, Verdict::Held { pods: 2, .. }),
-        "{:?}",
-        v.verdict
-    );
+    let (v, said) = run(&m, Kind::DaemonSet, "agent", HOUR).await;
+    assert_held(&v, 2);
     assert_eq!(v.revisions.new_revision, "h3");
-    assert_eq!((v.revisions.old_pods, v.revisions.old_restarts), (1, 9));
+    assert_eq!(new_and_old(&v.revisions).1, (1, 9));
     assert_eq!(
         said,
         [
@@ -308,25 +294,16 @@ async fn a_daemonset_rollout_that_holds_counts_its_newest_revision_as_new() {
 
 #[tokio::test]
 async fn a_daemonset_pod_of_the_new_revision_that_crash_loops_is_unstable() {
-    let m = Mock::default();
-    m.on(DS, vec![daemonset(2, 2)]);
-    m.on(CRS, vec![history()]);
-    m.on(
-        PODS,
-        vec![pods(vec![
+    let m = agent_mock(
+        vec![daemonset(2, 2)],
+        vec![vec![
             // The old revision's crash loop is not the new rollout's.
-            pod("agent-b", ("DaemonSet", "agent"), "h2", 9, false),
-            pod("agent-a", ("DaemonSet", "agent"), "h3", 0, true),
-            pod("agent-c", ("DaemonSet", "agent"), "h3", 3, false),
-        ])],
+            agent("agent-b", "h2", 9, false),
+            agent("agent-a", "h3", 0, true),
+            agent("agent-c", "h3", 3, false),
+        ]],
     );
-    let (v, _) = run(
-        &m,
-        Kind::DaemonSet,
-        "agent",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
+    let (v, _) = run(&m, Kind::DaemonSet, "agent", HOUR).await;
     match v.verdict {
         Verdict::Unstable { reason, failing } => {
             assert_eq!(reason, "pod agent-c is not running ready");
@@ -334,29 +311,19 @@ async fn a_daemonset_pod_of_the_new_revision_that_crash_loops_is_unstable() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!((v.revisions.new_pods, v.revisions.new_restarts), (2, 3));
-    assert_eq!((v.revisions.old_pods, v.revisions.old_restarts), (1, 9));
+    assert_eq!(new_and_old(&v.revisions), ((2, 3), (1, 9)));
 }
 
 #[tokio::test]
 async fn a_daemonset_rollout_incomplete_at_the_deadline_fails() {
-    let m = Mock::default();
-    m.on(DS, vec![daemonset(1, 1)]);
-    m.on(CRS, vec![history()]);
-    m.on(
-        PODS,
-        vec![pods(vec![
-            pod("agent-a", ("DaemonSet", "agent"), "h3", 6, false),
-            pod("agent-b", ("DaemonSet", "agent"), "h2", 0, true),
-        ])],
+    let m = agent_mock(
+        vec![daemonset(1, 1)],
+        vec![vec![
+            agent("agent-a", "h3", 6, false),
+            agent("agent-b", "h2", 0, true),
+        ]],
     );
-    let (v, _) = run(
-        &m,
-        Kind::DaemonSet,
-        "agent",
-        opts(Duration::ZERO, Duration::ZERO),
-    )
-    .await;
+    let (v, _) = run(&m, Kind::DaemonSet, "agent", Duration::ZERO).await;
     match v.verdict {
         Verdict::RolloutFailed { reason, failing } => {
             assert!(
@@ -385,7 +352,7 @@ async fn an_on_delete_statefulset_is_refused_as_kubectl_refuses_it() {
         NS,
         Kind::StatefulSet,
         "db",
-        opts(Duration::ZERO, Duration::ZERO),
+        opts(Duration::ZERO),
         &say,
     )
     .await;
@@ -398,7 +365,6 @@ async fn an_on_delete_statefulset_is_refused_as_kubectl_refuses_it() {
 
 #[tokio::test]
 async fn a_deployment_reports_its_old_replicaset_pods_seen_during_the_rollout() {
-    let m = Mock::default();
     let deployment = |updated: i32| {
         ok(json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": NS, "generation": 2,
@@ -414,7 +380,14 @@ async fn a_deployment_reports_its_old_replicaset_pods_seen_during_the_rollout() 
                 "annotations": {"deployment.kubernetes.io/revision": rev}},
             "spec": {"selector": {"matchLabels": {"app": "db"}}}})
     };
-    m.on(DEPLOY, vec![deployment(0), deployment(1)]);
+    let m = mock(
+        DEPLOY,
+        vec![deployment(0), deployment(1)],
+        vec![
+            vec![pod("web-1-a", ("ReplicaSet", "web-1"), "", 12, false)],
+            vec![pod("web-2-a", ("ReplicaSet", "web-2"), "", 0, true)],
+        ],
+    );
     m.on(
         RSS,
         vec![list(
@@ -422,28 +395,10 @@ async fn a_deployment_reports_its_old_replicaset_pods_seen_during_the_rollout() 
             vec![rs("web-1", "1"), rs("web-2", "2")],
         )],
     );
-    m.on(
-        PODS,
-        vec![
-            pods(vec![pod("web-1-a", ("ReplicaSet", "web-1"), "", 12, false)]),
-            pods(vec![pod("web-2-a", ("ReplicaSet", "web-2"), "", 0, true)]),
-        ],
-    );
-    let (v, _) = run(
-        &m,
-        Kind::Deployment,
-        "web",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
-    assert!(
-        matches!(v.verdict, Verdict::Held { pods: 1, .. }),
-        "{:?}",
-        v.verdict
-    );
+    let (v, _) = run(&m, Kind::Deployment, "web", HOUR).await;
+    assert_held(&v, 1);
     assert_eq!(v.revisions.new_revision, "web-2");
-    assert_eq!((v.revisions.new_pods, v.revisions.new_restarts), (1, 0));
-    assert_eq!((v.revisions.old_pods, v.revisions.old_restarts), (1, 12));
+    assert_eq!(new_and_old(&v.revisions), ((1, 0), (1, 12)));
     assert_eq!((m.calls(DEPLOY), m.calls(RSS), m.calls(PODS)), (2, 2, 2));
     assert_gets_only(&m);
 }
@@ -455,22 +410,9 @@ async fn a_503_on_a_look_is_retried_not_a_failed_verify() {
     m.on(STS, vec![unavailable.clone(), statefulset(2, 2)]);
     m.on(
         PODS,
-        vec![
-            unavailable,
-            pods(vec![pod("db-0", ("StatefulSet", "db"), "db-2", 0, true)]),
-        ],
+        vec![unavailable, pods(vec![db("db-0", "db-2", 0, true)])],
     );
-    let (v, _) = run(
-        &m,
-        Kind::StatefulSet,
-        "db",
-        opts(Duration::ZERO, Duration::from_secs(3600)),
-    )
-    .await;
-    assert!(
-        matches!(v.verdict, Verdict::Held { pods: 1, .. }),
-        "{:?}",
-        v.verdict
-    );
+    let (v, _) = run(&m, Kind::StatefulSet, "db", HOUR).await;
+    assert_held(&v, 1);
     assert_eq!((m.calls(STS), m.calls(PODS)), (2, 2));
 }
