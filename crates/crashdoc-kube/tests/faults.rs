@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Mock, NS, Reply, list, ok, status};
+use common::{Mock, NS, Reply, cause, list, ok, status};
 use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
 use crashdoc_core::model::Missing;
 use crashdoc_kube::{CollectOptions, Collection, Target};
@@ -87,15 +87,6 @@ fn missing(p: &PodFiles) -> Vec<Missing> {
 
 fn has(p: &PodFiles, name: &str) -> bool {
     p.files.iter().any(|(n, _)| n == name)
-}
-
-fn cause(c: &Collection) -> String {
-    let report = crashdoc_core::diagnose_all(&read_memory(&c.pods));
-    report.pods[0]
-        .diagnoses
-        .first()
-        .map(|d| d.cause.id().to_string())
-        .unwrap_or_default()
 }
 
 fn throttled(after: &str) -> Reply {

@@ -5,7 +5,10 @@
 //! absent metrics API and a pod deleted between list and get are exercised
 //! without a cluster.
 
+mod common;
+
 use bytes::Bytes;
+use common::cause;
 use crashdoc_core::ingest::bundle::{PodFiles, Reference, ReferenceKind, read_memory};
 use crashdoc_core::model::Missing;
 use crashdoc_kube::{CollectOptions, Collection, KubeError, Target};
@@ -248,16 +251,6 @@ fn reference(p: &PodFiles, kind: ReferenceKind, name: &str) -> Option<Reference>
     references(p)
         .into_iter()
         .find(|r| r.kind == kind && r.name == name)
-}
-
-/// The first cause diagnosed from the collected bundle.
-fn cause(c: &Collection) -> String {
-    let report = crashdoc_core::diagnose_all(&read_memory(&c.pods));
-    report.pods[0]
-        .diagnoses
-        .first()
-        .map(|d| d.cause.id().to_string())
-        .unwrap_or_default()
 }
 
 /// The cause diagnosed when everything could be read.

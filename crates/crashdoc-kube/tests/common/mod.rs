@@ -60,6 +60,16 @@ pub fn list(kind: &str, items: Vec<Value>) -> Reply {
     )
 }
 
+/// The first cause diagnosed from a collected bundle (empty when none).
+pub fn cause(c: &crashdoc_kube::Collection) -> String {
+    let report = crashdoc_core::diagnose_all(&crashdoc_core::ingest::bundle::read_memory(&c.pods));
+    report.pods[0]
+        .diagnoses
+        .first()
+        .map(|d| d.cause.id().to_string())
+        .unwrap_or_default()
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Seen {
     pub method: String,
