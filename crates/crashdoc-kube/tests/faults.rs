@@ -19,6 +19,8 @@ const PODS: &str = "/api/v1/namespaces/shop/pods";
 const LOG: &str = "/api/v1/namespaces/shop/pods/web-1/log";
 const EVENTS: &str = "/api/v1/namespaces/shop/events";
 const NODE: &str = "/api/v1/nodes/node-1";
+/// The watch of the pods (tests/common routes it apart from their list).
+const WATCH: &str = "/api/v1/namespaces/shop/pods?watch";
 
 /// A bare pod (no owner, volumes or references) whose container was
 /// OOM-killed `restarts` times, the last finishing at `finished`.
@@ -80,9 +82,24 @@ async fn collect(m: &Mock, timeout: Option<Duration>) -> Collection {
         .unwrap()
 }
 
+/// [`collect`] with this request timeout, and how long it took.
+async fn timed_collect(m: &Mock, timeout: Duration) -> (Collection, Duration) {
+    let start = tokio::time::Instant::now();
+    let c = collect(m, Some(timeout)).await;
+    (c, start.elapsed())
+}
+
 fn missing(p: &PodFiles) -> Vec<Missing> {
     let f = p.files.iter().find(|(n, _)| n == "missing.json").unwrap();
     serde_json::from_slice(&f.1).unwrap()
+}
+
+/// Why the events are missing, the one source missing.
+fn why_events_missing(p: &PodFiles) -> String {
+    let gone = missing(p);
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert_eq!(gone[0].what, "events");
+    gone[0].why.clone()
 }
 
 fn has(p: &PodFiles, name: &str) -> bool {
@@ -101,10 +118,9 @@ fn throttled(after: &str) -> Reply {
 async fn a_429_waits_what_its_retry_after_says() {
     let m = cluster();
     m.on(EVENTS, vec![throttled("4"), events()]);
-    let start = tokio::time::Instant::now();
-    let c = collect(&m, Some(Duration::from_secs(30))).await;
+    let (c, took) = timed_collect(&m, Duration::from_secs(30)).await;
     // 4 s, not the 200 ms back-off: nothing else in the collection waits.
-    assert_eq!(start.elapsed(), Duration::from_secs(4));
+    assert_eq!(took, Duration::from_secs(4));
     assert_eq!(m.calls(EVENTS), 2);
     assert!(has(&c.pods[0], "events.json"));
     assert!(missing(&c.pods[0]).is_empty(), "{:?}", missing(&c.pods[0]));
@@ -125,10 +141,9 @@ async fn a_long_retry_after_is_bounded_and_a_plain_text_429_is_understood() {
         ],
     );
     m.on(EVENTS, vec![apf, throttled("3600"), events()]);
-    let start = tokio::time::Instant::now();
-    let c = collect(&m, Some(Duration::from_secs(30))).await;
+    let (c, took) = timed_collect(&m, Duration::from_secs(30)).await;
     assert_eq!(
-        start.elapsed(),
+        took,
         2 * crashdoc_kube::retry::MAX_RETRY_AFTER,
         "each wait cut to 10 s"
     );
@@ -140,18 +155,11 @@ async fn a_long_retry_after_is_bounded_and_a_plain_text_429_is_understood() {
 async fn throttled_to_the_end_is_missing_with_the_servers_words() {
     let m = cluster();
     m.on(EVENTS, vec![throttled("1")]);
-    let start = tokio::time::Instant::now();
-    let c = collect(&m, Some(Duration::from_secs(30))).await;
+    let (c, took) = timed_collect(&m, Duration::from_secs(30)).await;
     assert_eq!(m.calls(EVENTS), 3, "three attempts");
-    assert_eq!(
-        start.elapsed(),
-        Duration::from_secs(2),
-        "1 s before each retry"
-    );
-    let gone = missing(&c.pods[0]);
-    assert_eq!(gone.len(), 1, "{gone:?}");
-    assert_eq!(gone[0].what, "events");
-    assert!(gone[0].why.contains("429"), "{}", gone[0].why);
+    assert_eq!(took, Duration::from_secs(2), "1 s before each retry");
+    let why = why_events_missing(&c.pods[0]);
+    assert!(why.contains("429"), "{why}");
     assert_eq!(cause(&c), "oom-killed", "the diagnosis is still made");
 }
 
@@ -162,25 +170,15 @@ async fn a_response_slower_than_the_timeout_is_abandoned_and_named_missing() {
         EVENTS,
         vec![Reply::Slow(Duration::from_secs(3600), Box::new(events()))],
     );
-    let start = tokio::time::Instant::now();
-    let c = collect(&m, Some(Duration::from_secs(5))).await;
-    assert_eq!(
-        start.elapsed(),
-        Duration::from_secs(5),
-        "abandoned at the timeout"
-    );
+    let (c, took) = timed_collect(&m, Duration::from_secs(5)).await;
+    assert_eq!(took, Duration::from_secs(5), "abandoned at the timeout");
     assert_eq!(m.calls(EVENTS), 1, "not tried again");
     let p = &c.pods[0];
     assert!(!has(p, "events.json"));
-    let gone = missing(p);
-    assert_eq!(gone.len(), 1, "{gone:?}");
-    assert_eq!(gone[0].what, "events");
+    let why = why_events_missing(p);
     assert!(
-        gone[0]
-            .why
-            .contains("no answer from the API server within 5s"),
-        "{}",
-        gone[0].why
+        why.contains("no answer from the API server within 5s"),
+        "{why}"
     );
     // Everything else was read, and the diagnosis is made.
     assert!(has(p, "pod.json") && has(p, "logs-previous.web.txt") && has(p, "node.json"));
@@ -200,9 +198,8 @@ async fn a_slow_answer_inside_the_timeout_is_waited_for() {
         EVENTS,
         vec![Reply::Slow(Duration::from_secs(4), Box::new(events()))],
     );
-    let start = tokio::time::Instant::now();
-    let c = collect(&m, Some(Duration::from_secs(5))).await;
-    assert_eq!(start.elapsed(), Duration::from_secs(4));
+    let (c, took) = timed_collect(&m, Duration::from_secs(5)).await;
+    assert_eq!(took, Duration::from_secs(4));
     assert!(has(&c.pods[0], "events.json"));
     assert!(missing(&c.pods[0]).is_empty());
 }
@@ -268,7 +265,7 @@ async fn watch_probed(
     let watched = m.clone();
     let stop = async move {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while (watched.calls(&format!("{PODS}?watch")) < watches || watched.calls(LOG) < logs)
+        while (watched.calls(WATCH) < watches || watched.calls(LOG) < logs)
             && tokio::time::Instant::now() < deadline
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -286,6 +283,38 @@ fn pod_list(p: Value, rv: &str) -> Reply {
     )
 }
 
+/// An hour ago (a restart before the watch), and now to the second (one
+/// during it).
+fn before_and_during() -> (String, String) {
+    let now = jiff::Timestamp::now();
+    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
+    let during = jiff::Timestamp::from_second(now.as_second())
+        .unwrap()
+        .to_string();
+    (before, during)
+}
+
+/// [`pod`] at resourceVersion `rv`.
+fn pod_at(restarts: i32, finished: &str, rv: &str) -> Value {
+    let mut p = pod(restarts, finished);
+    p["metadata"]["resourceVersion"] = json!(rv);
+    p
+}
+
+/// A watch that sends the pod MODIFIED, then ends.
+fn modified(p: Value) -> Reply {
+    Reply::Events(vec![json!({"type": "MODIFIED", "object": p})])
+}
+
+/// The pods were listed once, then only watched (three watches).
+fn assert_listed_once(on_pods: &[(bool, String)]) {
+    assert_eq!(
+        on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        [false, true, true, true],
+        "one list, then watches only: {on_pods:?}"
+    );
+}
+
 /// (watch?, query) of each request on the pods' path.
 fn on_pods(m: &Mock) -> Vec<(bool, String)> {
     m.seen()
@@ -299,11 +328,7 @@ fn on_pods(m: &Mock) -> Vec<(bool, String)> {
 /// pod restarted twice more, then a watch that stays open.
 #[tokio::test]
 async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
-    let now = jiff::Timestamp::now();
-    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
-    let during = jiff::Timestamp::from_second(now.as_second())
-        .unwrap()
-        .to_string();
+    let (before, during) = before_and_during();
     let m = cluster();
     m.on(
         PODS,
@@ -313,10 +338,7 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
         ],
     );
     let gone = json!({"type": "ERROR", "object": status(410, "Expired")});
-    m.on(
-        &format!("{PODS}?watch"),
-        vec![Reply::Events(vec![gone]), Reply::Open],
-    );
+    m.on(WATCH, vec![Reply::Events(vec![gone]), Reply::Open]);
     m.on(POD, vec![ok(pod(5, &during))]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("history.redb");
@@ -348,22 +370,15 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
 /// watch carries is counted.
 #[tokio::test]
 async fn a_watch_that_ends_resumes_from_its_resource_version() {
-    let now = jiff::Timestamp::now();
-    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
-    let during = jiff::Timestamp::from_second(now.as_second())
-        .unwrap()
-        .to_string();
+    let (before, during) = before_and_during();
     let m = cluster();
     m.on(PODS, vec![pod_list(pod(3, &before), "10")]);
-    let mut p4 = pod(4, &during);
-    p4["metadata"]["resourceVersion"] = json!("11");
-    let mut p5 = pod(5, &during);
-    p5["metadata"]["resourceVersion"] = json!("12");
+    let p5 = pod_at(5, &during, "12");
     m.on(
-        &format!("{PODS}?watch"),
+        WATCH,
         vec![
-            Reply::Events(vec![json!({"type": "MODIFIED", "object": p4})]),
-            Reply::Events(vec![json!({"type": "MODIFIED", "object": p5.clone()})]),
+            modified(pod_at(4, &during, "11")),
+            modified(p5.clone()),
             Reply::Open,
         ],
     );
@@ -372,11 +387,7 @@ async fn a_watch_that_ends_resumes_from_its_resource_version() {
     let summary = watch(&m, &dir.path().join("history.redb"), 3, 4).await;
     assert_eq!((summary.terminations, summary.unobserved), (2, 0));
     let on_pods = on_pods(&m);
-    assert_eq!(
-        on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
-        [false, true, true, true],
-        "one list, then watches only: {on_pods:?}"
-    );
+    assert_listed_once(&on_pods);
     for (i, rv) in [(1, "10"), (2, "11"), (3, "12")] {
         assert!(
             on_pods[i].1.contains(&format!("resourceVersion={rv}")),
@@ -390,33 +401,17 @@ async fn a_watch_that_ends_resumes_from_its_resource_version() {
 /// resumed watch's first event makes `/readyz` 200 again.
 #[tokio::test]
 async fn a_watch_resumed_after_an_error_is_ready_again_without_a_relist() {
-    let now = jiff::Timestamp::now();
-    let before = (now - jiff::SignedDuration::from_hours(1)).to_string();
-    let during = jiff::Timestamp::from_second(now.as_second())
-        .unwrap()
-        .to_string();
+    let (before, during) = before_and_during();
     let m = cluster();
     m.on(PODS, vec![pod_list(pod(3, &before), "10")]);
-    let mut p4 = pod(4, &during);
-    p4["metadata"]["resourceVersion"] = json!("11");
-    m.on(
-        &format!("{PODS}?watch"),
-        vec![
-            Reply::Reset,
-            Reply::Events(vec![json!({"type": "MODIFIED", "object": p4.clone()})]),
-            Reply::Open,
-        ],
-    );
+    let p4 = pod_at(4, &during, "11");
+    m.on(WATCH, vec![Reply::Reset, modified(p4.clone()), Reply::Open]);
     m.on(POD, vec![ok(p4)]);
     let dir = tempfile::tempdir().unwrap();
     let (summary, ready) = watch_probed(&m, &dir.path().join("history.redb"), 3, 2).await;
     assert_eq!((summary.terminations, summary.unobserved), (1, 0));
     let on_pods = on_pods(&m);
-    assert_eq!(
-        on_pods.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
-        [false, true, true, true],
-        "one list, then watches only: {on_pods:?}"
-    );
+    assert_listed_once(&on_pods);
     assert!(on_pods[2].1.contains("resourceVersion=10"), "{on_pods:?}");
     assert_eq!(ready, 200);
 }
@@ -426,7 +421,7 @@ async fn a_watch_resumed_after_an_error_is_ready_again_without_a_relist() {
 async fn a_watch_still_failing_stays_unready() {
     let m = cluster();
     m.on(PODS, vec![pod_list(pod(3, "2026-01-01T00:00:00Z"), "10")]);
-    m.on(&format!("{PODS}?watch"), vec![Reply::Reset]);
+    m.on(WATCH, vec![Reply::Reset]);
     let dir = tempfile::tempdir().unwrap();
     let (summary, ready) = watch_probed(&m, &dir.path().join("history.redb"), 3, 0).await;
     assert_eq!(summary.terminations, 0);
