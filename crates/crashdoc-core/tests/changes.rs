@@ -612,3 +612,89 @@ fn a_daemonset_compares_its_controller_revisions_by_hash() {
             .contains("pod-template-generation")
     );
 }
+
+/// The env fixture with its crashing pod never started: waiting in
+/// `reason` (restartCount 0, no last state), since `started`, with only
+/// the given events.
+fn never_started(reason: &str, events: &[Value]) -> Vec<(String, Vec<u8>)> {
+    let status = serde_json::json!({
+        "phase": "Pending",
+        "startTime": "2026-11-30T10:00:30Z",
+        "containerStatuses": [{
+            "name": "app", "ready": false, "restartCount": 0,
+            "image": "registry.example.com/web:1.4.0",
+            "state": {"waiting": {"reason": reason,
+                "message": "couldn't find key cache_mode in ConfigMap shop/web-config"}}
+        }]
+    });
+    let mut files = fixture_files("env");
+    for (name, bytes) in &mut files {
+        let mut v: Value = match name.as_str() {
+            "pod.json" | "workload-pods.json" | "events.json" => {
+                serde_json::from_slice(bytes).unwrap()
+            }
+            _ => continue,
+        };
+        match name.as_str() {
+            "pod.json" => v["status"] = status.clone(),
+            "workload-pods.json" => {
+                for p in v["items"].as_array_mut().unwrap() {
+                    if p["metadata"]["name"] == "web-7d9c6b5f8-x2k4p" {
+                        p["status"] = status.clone();
+                    }
+                }
+            }
+            _ => v["items"] = Value::Array(events.to_vec()),
+        }
+        *bytes = serde_json::to_vec(&v).unwrap();
+    }
+    files
+}
+
+/// A container the kubelet cannot start (CreateContainerConfigError and
+/// the other start failures of kuberuntime, images and sync_result) fails
+/// its revision as a crash loop does: the comparison is made, the first
+/// failure is the kubelet's first Failed event, else the pod's start.
+/// Near miss: a container still being created has failed at nothing yet.
+#[test]
+fn a_container_that_never_starts_fails_its_revision_too() {
+    let failed = serde_json::json!({
+        "kind": "Event", "reason": "Failed", "type": "Warning",
+        "message": "Error: couldn't find key cache_mode in ConfigMap shop/web-config",
+        "involvedObject": {"kind": "Pod", "name": "web-7d9c6b5f8-x2k4p", "namespace": "shop"},
+        "firstTimestamp": "2026-11-30T10:00:35Z", "lastTimestamp": "2026-11-30T10:20:10Z", "count": 90
+    });
+    let report = crashdoc_core::diagnose_all(&read_memory(&[web_pod(never_started(
+        "CreateContainerConfigError",
+        &[failed],
+    ))]));
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.verdict, crashdoc_core::changes::Verdict::Coincides);
+    assert_compares(c, 3, 2);
+    let first = c.first_crash.as_ref().expect("first failure");
+    assert_eq!(
+        (first.at.as_str(), first.is_exact()),
+        ("2026-11-30T10:00:35Z", true)
+    );
+
+    // No event dates it: the pod's start does, said as such.
+    let report = crashdoc_core::diagnose_all(&read_memory(&[web_pod(never_started(
+        "CreateContainerConfigError",
+        &[],
+    ))]));
+    let c = report.pods[0].changes.as_ref().expect("changes");
+    assert_eq!(c.verdict, crashdoc_core::changes::Verdict::Coincides);
+    let first = c.first_crash.as_ref().expect("first failure");
+    assert_eq!(first.at, "2026-11-30T10:00:30Z");
+    assert_eq!(first.qualifier(), "failing since the pod started at ");
+
+    let report = crashdoc_core::diagnose_all(&read_memory(&[web_pod(never_started(
+        "ContainerCreating",
+        &[],
+    ))]));
+    assert!(
+        report.pods[0].changes.is_none(),
+        "{:?}",
+        report.pods[0].changes
+    );
+}

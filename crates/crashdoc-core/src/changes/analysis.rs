@@ -255,7 +255,13 @@ fn scope<'a>(pod: &Pod, input: &'a RolloutInput) -> Option<Scope<'a>> {
             let f = PodFacts::of(s);
             f.crashing || f.restarts > 0
         }
-        None => pod.is_restarting(),
+        None => {
+            pod.is_restarting()
+                || pod.containers.iter().any(|c| {
+                    c.waiting_reason()
+                        .is_some_and(|r| pods::START_FAILURES.contains(&r.value.as_str()))
+                })
+        }
     };
     if !restarting {
         return None;
@@ -493,10 +499,14 @@ fn timeline(
     }
     for f in crashes {
         let on = f.on_node();
-        let when = if f.is_exact() { "" } else { " (no later than)" };
+        let (what, when) = match f.precision {
+            "exact" => ("first crashed", ""),
+            "since-start" => ("failing since it started", ""),
+            _ => ("first crashed", " (no later than)"),
+        };
         push(
             &f.at,
-            format!("pod {} first crashed{on}{when}", f.pod),
+            format!("pod {} {what}{on}{when}", f.pod),
             f.cite.clone(),
         );
     }

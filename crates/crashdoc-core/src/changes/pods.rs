@@ -14,6 +14,25 @@ use crate::time::parse_timestamp;
 use serde::Serialize;
 use serde_json::Value;
 
+/// The kubelet's waiting reasons for a container it could not start, so
+/// that the pod fails without a run to restart (kubernetes v1.36.3
+/// pkg/kubelet/kuberuntime/kuberuntime_container.go `ErrCreateContainerConfig`,
+/// `ErrCreateContainer`; pkg/kubelet/container/sync_result.go
+/// `ErrRunContainer`; pkg/kubelet/images/types.go `ErrImagePullBackOff`,
+/// `ErrImagePull`, `ErrImageInspect`, `ErrImageNeverPull`,
+/// `ErrInvalidImageName`). A revision whose pods wait like this failed as
+/// surely as one whose pods crash-loop.
+pub const START_FAILURES: &[&str] = &[
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "ImageInspectError",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+];
+
 /// A run that lasted this long without a restart counts as healthy.
 pub const HEALTHY_FOR_SECONDS: i64 = 600;
 
@@ -25,8 +44,12 @@ pub struct PodFacts<'a> {
     pub node: Option<String>,
     pub restarts: u64,
     pub ready: bool,
-    /// Waiting in CrashLoopBackOff, or restarted after a terminated run.
+    /// Waiting in CrashLoopBackOff, restarted after a terminated run, or
+    /// waiting for a container the kubelet cannot start ([`START_FAILURES`]).
     pub crashing: bool,
+    /// The first container waiting in a [`START_FAILURES`] reason: its index
+    /// in `status.containerStatuses` and the reason.
+    pub start_failure: Option<(usize, String)>,
     /// The start of the current run of its least stable container.
     pub running_since: Option<i64>,
 }
@@ -46,6 +69,10 @@ impl<'a> PodFacts<'a> {
             .unwrap_or(0);
         let waiting_crash = statuses.iter().any(|c| {
             c.pointer("/state/waiting/reason").and_then(Value::as_str) == Some("CrashLoopBackOff")
+        });
+        let start_failure = statuses.iter().enumerate().find_map(|(i, c)| {
+            let r = c.pointer("/state/waiting/reason").and_then(Value::as_str)?;
+            START_FAILURES.contains(&r).then(|| (i, r.to_string()))
         });
         let terminated_before = statuses
             .iter()
@@ -80,7 +107,10 @@ impl<'a> PodFacts<'a> {
                 .map(str::to_string),
             restarts,
             ready: ready_condition.unwrap_or(all_ready) && all_ready,
-            crashing: waiting_crash || (restarts > 0 && terminated_before && !all_ready),
+            crashing: waiting_crash
+                || start_failure.is_some()
+                || (restarts > 0 && terminated_before && !all_ready),
+            start_failure,
             running_since,
         }
     }
@@ -109,8 +139,10 @@ pub struct FirstCrash {
     /// RFC 3339.
     pub at: String,
     pub restarts: u64,
-    /// `exact` (the only restart's finishedAt, or the first BackOff event),
-    /// or `no-later-than` (the last of several restarts).
+    /// `exact` (the only restart's finishedAt, or the first BackOff or
+    /// Failed event), `no-later-than` (the last of several restarts), or
+    /// `since-start` (a container that never started: the pod's
+    /// `status.startTime`, when no event dates the first failure).
     pub precision: &'static str,
     pub cite: Cite,
 }
@@ -131,6 +163,15 @@ impl FirstCrash {
     /// The crash time is exact, not a no-later-than bound.
     pub fn is_exact(&self) -> bool {
         self.precision == "exact"
+    }
+
+    /// How to read the time, for a sentence: nothing when exact.
+    pub fn qualifier(&self) -> &'static str {
+        match self.precision {
+            "exact" => "",
+            "since-start" => "failing since the pod started at ",
+            _ => "no later than ",
+        }
     }
 }
 
@@ -169,10 +210,13 @@ pub fn first_crash(p: &PodFacts, events: &[TimedEvent]) -> Option<FirstCrash> {
             ),
         });
     }
-    for e in events
-        .iter()
-        .filter(|e| e.object == p.name && e.reason == "BackOff")
-    {
+    // BackOff (a restart, or a pull backing off) and, for a container that
+    // cannot start, the kubelet's Failed (pkg/kubelet/events/event.go
+    // `FailedToCreateContainer`, `FailedToStartContainer`: "Failed").
+    let failed_too = p.start_failure.is_some();
+    for e in events.iter().filter(|e| {
+        e.object == p.name && (e.reason == "BackOff" || (failed_too && e.reason == "Failed"))
+    }) {
         if let Some(at) = &e.first {
             found.push(FirstCrash {
                 pod: p.name.clone(),
@@ -183,6 +227,23 @@ pub fn first_crash(p: &PodFacts, events: &[TimedEvent]) -> Option<FirstCrash> {
                 cite: e.cite.clone(),
             });
         }
+    }
+    if found.is_empty()
+        && let Some((i, reason)) = &p.start_failure
+        && let Some(at) = v.pointer("/status/startTime").and_then(Value::as_str)
+    {
+        found.push(FirstCrash {
+            pod: p.name.clone(),
+            node: p.node.clone(),
+            at: at.to_string(),
+            restarts: p.restarts,
+            precision: "since-start",
+            cite: p.source.cite(
+                SourceKind::Status,
+                &format!("status.containerStatuses[{i}].state.waiting.reason"),
+                format!("{reason}, pod started {at}"),
+            ),
+        });
     }
     found
         .into_iter()

@@ -111,7 +111,7 @@ fn facts(ch: &ChangesReport) -> Vec<(&'static str, String)> {
     }
     if let Some(f) = &ch.first_crash {
         let node = f.on_node();
-        let when = if f.is_exact() { "" } else { "no later than " };
+        let when = f.qualifier();
         out.push((
             "first crash",
             format!("{when}{}, pod {}{node}", f.at, f.pod),
