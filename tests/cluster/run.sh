@@ -27,6 +27,7 @@
 # CRASHDOC_MCP=0 skips the MCP client's live calls (tests/mcp/run.sh --live), one more line.
 # CRASHDOC_LINT_LIVE=0 skips `crashdoc lint --live` (tests/cluster/lint-live.sh), one more line.
 # CRASHDOC_REGRESSIONS=0 skips the rollout regressions (tests/cluster/regressions.sh), one more line.
+# CRASHDOC_VERIFY_KINDS=0 skips verify against the StatefulSet/DaemonSet/Deployment controllers (tests/cluster/verify-kinds.sh).
 # CRASHDOC_WATCH=1 runs the watch drills (tests/cluster/watch.sh) after live.sh,
 # one more line; CRASHDOC_WATCH_STORM=1 adds their storm drill.
 # CRASHDOC_FAULTS=0 skips the fault drills through tools/faultproxy (tests/cluster/faults.sh), one more line.
@@ -169,6 +170,18 @@ if (( have_crashdoc )) && [[ "${CRASHDOC_REGRESSIONS:-1}" != 0 && -x "$TESTS/reg
     echo "PASS regressions.sh: $(tail -n1 "$ROOT/target/cluster/regressions.txt")"; passed=$((passed + 1))
   else
     echo "FAIL regressions.sh: $(tail -n1 "$ROOT/target/cluster/regressions.txt"): $(grep '^FAIL' "$ROOT/target/cluster/regressions.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/regressions.txt)"; failed=$((failed + 1))
+  fi
+fi
+
+# crashdoc verify against the real controllers (tests/cluster/verify-kinds.sh: a
+# StatefulSet, a DaemonSet and a Deployment updated and held; the revision verify
+# names is the controller's) counts as one line; its own lines go to
+# target/cluster/verify-kinds.txt. CRASHDOC_VERIFY_KINDS=0 skips it.
+if (( have_crashdoc )) && [[ "${CRASHDOC_VERIFY_KINDS:-1}" != 0 && -x "$TESTS/verify-kinds.sh" ]]; then
+  if CRASHDOC_BIN="$CRASHDOC" "$TESTS/verify-kinds.sh" > "$ROOT/target/cluster/verify-kinds.txt" 2>&1; then
+    echo "PASS verify-kinds.sh: $(tail -n1 "$ROOT/target/cluster/verify-kinds.txt")"; passed=$((passed + 1))
+  else
+    echo "FAIL verify-kinds.sh: $(tail -n1 "$ROOT/target/cluster/verify-kinds.txt"): $(grep '^FAIL' "$ROOT/target/cluster/verify-kinds.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/verify-kinds.txt)"; failed=$((failed + 1))
   fi
 fi
 
