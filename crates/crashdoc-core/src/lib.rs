@@ -27,6 +27,15 @@ pub mod strength;
 pub mod text;
 pub mod time;
 
+/// Build the rule catalog's matchers and the message classes now; otherwise
+/// they are built on first use. The live commands call this on a thread of
+/// its own while their API requests are in flight, so that the analysis
+/// that follows them does not wait for it. Idempotent and cheap once built.
+pub fn warm() {
+    let _ = scan::Catalog::global();
+    let _ = classes::all();
+}
+
 pub use causes::Cause;
 pub use diagnose::{Diagnosis, Report, diagnose_all};
 pub use hint::Hint;

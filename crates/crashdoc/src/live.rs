@@ -146,6 +146,8 @@ pub async fn diagnose(
     color: bool,
     verbose: bool,
 ) -> anyhow::Result<()> {
+    // The catalog is built while the requests are in flight.
+    std::thread::spawn(crashdoc_core::warm);
     let c = collect_target(&args, &target, verbose).await?;
     if let Some(p) = &save_to {
         save(p, &c.pods, args.context.as_deref())?;
@@ -190,6 +192,7 @@ pub async fn scan(
     wide: bool,
     verbose: bool,
 ) -> anyhow::Result<()> {
+    std::thread::spawn(crashdoc_core::warm);
     let cluster = args.connect().await?;
     let started = Instant::now();
     let bar = if std::io::stderr().is_terminal() && format == crate::Format::Text {
