@@ -18,8 +18,8 @@ SCALE_PODS=${SCALE_PODS:-5000}
 SCALE_FAILING=${SCALE_FAILING:-200}
 OUT="$ROOT/target/cluster/bench"
 mkdir -p "$OUT"
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now_ms() { date +%s%3N; }
+# shellcheck source=tests/cluster/figures.sh
+. "$ROOT/tests/cluster/figures.sh"
 
 pod=$(kubectl -n "$NS" get pods -l crashdoc.test/scenario=vllm-oom -o jsonpath='{.items[0].metadata.name}')
 echo "== diagnose pod/$pod ($RUNS runs each, median)"
@@ -29,11 +29,7 @@ for _ in $(seq "$RUNS"); do
   "$CRASHDOC" -v diagnose "pod/$pod" -n "$NS" --kubeconfig "$RO" --format json > /dev/null 2> "$OUT/diagnose.stderr"
   echo $(( $(now_ms) - t )) >> "$OUT/crashdoc.ms"
   t=$(now_ms)
-  { kubectl -n "$NS" get pod "$pod" -o wide
-    kubectl -n "$NS" describe pod "$pod"
-    kubectl -n "$NS" logs "$pod" --previous
-    kubectl -n "$NS" logs "$pod"
-    kubectl -n "$NS" get events --field-selector "involvedObject.name=$pod"; } > /dev/null 2>&1
+  playbook "$NS" "$pod"
   echo $(( $(now_ms) - t )) >> "$OUT/kubectl.ms"
 done
 c=$(median < "$OUT/crashdoc.ms"); k=$(median < "$OUT/kubectl.ms")

@@ -234,8 +234,8 @@ fi
 # ---------------------------------------------------------------- figures
 # Not judged: the cost of the revisions source for one Deployment pod (the
 # failing pod of regress-image, 3 pods on one node), pod and workload target.
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now_ms() { date +%s%3N; }
+# shellcheck source=tests/cluster/figures.sh
+. "$ROOT/tests/cluster/figures.sh"
 pod=$(kubectl -n "$NS" get pods -l crashdoc.test/scenario=regress-image -o jsonpath='{.items[0].metadata.name}')
 echo "== figures: diagnose of pod/$pod and deploy/regress-image, $RUNS runs each, median"
 for target in "pod/$pod" deploy/regress-image; do
@@ -258,11 +258,7 @@ done
 : > "$OUT/kubectl.ms"
 for _ in $(seq "$RUNS"); do
   t=$(now_ms)
-  { kubectl -n "$NS" get pod "$pod" -o wide
-    kubectl -n "$NS" describe pod "$pod"
-    kubectl -n "$NS" logs "$pod" --previous
-    kubectl -n "$NS" logs "$pod"
-    kubectl -n "$NS" get events --field-selector "involvedObject.name=$pod"; } > /dev/null 2>&1
+  playbook "$NS" "$pod"
   echo $(( $(now_ms) - t )) >> "$OUT/kubectl.ms"
 done
 k=$(median < "$OUT/kubectl.ms")
