@@ -354,7 +354,7 @@ impl Diff {
             for k in om.keys().chain(nm.keys()).collect::<BTreeSet<_>>() {
                 let (a, b) = (om.get(k), nm.get(k));
                 if let (Some(a), Some(b)) = (a, b)
-                    && let (Some(x), Some(y)) = (quantity(a), quantity(b))
+                    && let (Some(x), Some(y)) = (crate::text::quantity(a), crate::text::quantity(b))
                     && same_quantity(x, y)
                 {
                     continue;
@@ -647,39 +647,6 @@ fn normalize_image(i: Option<&str>) -> Option<String> {
         (Some(t), None) => format!("{repo}:{t}"),
         (None, None) => format!("{repo}:latest"),
     })
-}
-
-/// A resource quantity (`500m`, `1Gi`, `1.5e3`) as a number. Source:
-/// k8s.io/apimachinery v0.36.3 pkg/api/resource/suffix.go (binary suffixes
-/// Ki..Ei, decimal n u m k M G T P E, and exponents).
-fn quantity(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
-    let (num, suffix) = s.split_at(split);
-    let num: f64 = num.parse().ok()?;
-    let mult = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse().ok()?),
-        _ => return None,
-    };
-    Some(num * mult)
 }
 
 fn same_quantity(a: f64, b: f64) -> bool {

@@ -60,6 +60,40 @@ pub fn looks_textual(bytes: &[u8]) -> bool {
     bad * 100 / sample.len() < 5
 }
 
+/// A resource quantity (`500m`, `1Gi`, `1.5e3`) as a number in base units
+/// (`16Gi` -> bytes, `500m` -> 0.5). Shared by the revision diff and lint. Source:
+/// k8s.io/apimachinery v0.36.3 pkg/api/resource/suffix.go (binary suffixes
+/// Ki..Ei, decimal n u m k M G T P E, and exponents).
+pub fn quantity(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let num: f64 = num.parse().ok()?;
+    let mult = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse().ok()?),
+        _ => return None,
+    };
+    Some(num * mult)
+}
+
 /// Parse a Kubernetes quantity of bytes (`512Mi`, `1G`, `30Mi`, `1.5Gi`, `2048`, `87608Ki`).
 pub fn parse_bytes(q: &str) -> Option<u64> {
     let q = q.trim().trim_matches('"');
@@ -127,6 +161,18 @@ pub fn innermost(line: &str, keywords: &[&str]) -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn quantities_in_base_units() {
+        assert_eq!(quantity("16Gi"), Some(16.0 * 1073741824.0));
+        assert_eq!(quantity("500m"), Some(0.5));
+        assert_eq!(quantity("1.5e3"), Some(1500.0));
+        assert_eq!(quantity("2Ei"), Some(2.0 * 1024f64.powi(6)));
+        assert_eq!(quantity("100u"), Some(100e-6));
+        assert_eq!(quantity("1GB"), None);
+        assert_eq!(quantity("lots"), None);
+    }
+
     use super::*;
 
     #[test]

@@ -124,36 +124,7 @@ pub fn containers<'a>(spec: &'a Value, spec_path: &Path, with_init: bool) -> Vec
 }
 
 /// A Kubernetes quantity in base units (`16Gi` → bytes, `500m` → 0.5).
-pub fn quantity(s: &str) -> Option<f64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    // 1e9 style.
-    if let Some(e) = unit.strip_prefix(['e', 'E'])
-        && let Ok(exp) = e.parse::<i32>()
-    {
-        return Some(num.parse::<f64>().ok()? * 10f64.powi(exp));
-    }
-    let n: f64 = num.parse().ok()?;
-    let m = match unit {
-        "" => 1.0,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        _ => return None,
-    };
-    Some(n * m)
-}
+pub use crashdoc_core::text::quantity;
 
 pub fn quantity_of(v: &Value) -> Option<f64> {
     match v {
