@@ -18,8 +18,8 @@ SCALE_PODS=${SCALE_PODS:-5000}
 SCALE_FAILING=${SCALE_FAILING:-200}
 OUT="$ROOT/target/cluster/bench"
 mkdir -p "$OUT"
-# shellcheck source=tests/cluster/figures.sh
-. "$ROOT/tests/cluster/figures.sh"
+# shellcheck source=tests/cluster/lib.sh
+. "$ROOT/tests/cluster/lib.sh"
 
 pod=$(kubectl -n "$NS" get pods -l crashdoc.test/scenario=vllm-oom -o jsonpath='{.items[0].metadata.name}')
 echo "== diagnose pod/$pod ($RUNS runs each, median)"

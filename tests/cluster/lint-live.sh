@@ -17,6 +17,8 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TESTS="$ROOT/tests/cluster"
+# shellcheck source=tests/cluster/lib.sh
+. "$TESTS/lib.sh"
 CRASHDOC="${CRASHDOC_BIN:-$ROOT/target/release/crashdoc}"
 RO="$ROOT/target/cluster/kubeconfig-readonly"
 AUDIT="$ROOT/target/cluster/audit.log"
@@ -72,13 +74,7 @@ if [[ "$others" == 0 && "$mine" -ge 1 ]]; then ok "lint --live deploy/chat-gatew
 else fail "lint --live deploy/chat-gateway: $others findings on other objects, $mine missing-key: $(head -c 200 "$OUT/target.err")"; fi
 
 # Secret values planted in the scenarios must appear nowhere.
-values=$(awk '
-  /^---/ { secret = 0; data = 0 }
-  /^kind: Secret/ { secret = 1 }
-  secret && /^(stringData|data):/ { data = 1; next }
-  secret && data && /^  [A-Za-z0-9_.-]+: / { sub(/^  [A-Za-z0-9_.-]+: */, ""); print; next }
-  /^[^ ]/ { data = 0 }
-' "$TESTS"/scenarios/*.yaml | grep -E '.{8,}' | sort -u)
+values=$(planted_secret_values "$TESTS/scenarios")
 leaks=0
 while read -r v; do
   [[ -z "$v" ]] && continue

@@ -18,6 +18,8 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TESTS="$ROOT/tests/cluster"
+# shellcheck source=tests/cluster/lib.sh
+. "$TESTS/lib.sh"
 OUT="$ROOT/target/cluster/live"
 NS=crashdoc-e2e
 CRASHDOC="${CRASHDOC_BIN:-$ROOT/target/release/crashdoc}"
@@ -138,13 +140,7 @@ kubectl -n "$NS" delete deployment verify-ok --wait=false > /dev/null 2>&1
 mkdir -p "$OUT/untarred"
 for t in "$OUT"/*.tar.gz; do mkdir -p "$OUT/untarred/$(basename "$t" .tar.gz)"; tar -xzf "$t" -C "$OUT/untarred/$(basename "$t" .tar.gz)"; done
 # The values under stringData:/data: of every Secret in the scenarios.
-values=$(awk '
-  /^---/ { secret = 0; data = 0 }
-  /^kind: Secret/ { secret = 1 }
-  secret && /^(stringData|data):/ { data = 1; next }
-  secret && data && /^  [A-Za-z0-9_.-]+: / { sub(/^  [A-Za-z0-9_.-]+: */, ""); print; next }
-  /^[^ ]/ { data = 0 }
-' "$TESTS"/scenarios/*.yaml | grep -E '.{8,}' | sort -u)
+values=$(planted_secret_values "$TESTS/scenarios")
 leaks=0
 while read -r v; do
   [[ -z "$v" ]] && continue

@@ -234,8 +234,8 @@ fi
 # ---------------------------------------------------------------- figures
 # Not judged: the cost of the revisions source for one Deployment pod (the
 # failing pod of regress-image, 3 pods on one node), pod and workload target.
-# shellcheck source=tests/cluster/figures.sh
-. "$ROOT/tests/cluster/figures.sh"
+# shellcheck source=tests/cluster/lib.sh
+. "$ROOT/tests/cluster/lib.sh"
 pod=$(kubectl -n "$NS" get pods -l crashdoc.test/scenario=regress-image -o jsonpath='{.items[0].metadata.name}')
 echo "== figures: diagnose of pod/$pod and deploy/regress-image, $RUNS runs each, median"
 for target in "pod/$pod" deploy/regress-image; do
