@@ -1,0 +1,3 @@
+module crashdoc.local/crashprog
+
+go 1.26
