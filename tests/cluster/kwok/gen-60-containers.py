@@ -251,9 +251,9 @@ def jq_any(cond):
 start_steps = "  - apply:\n      template: |\n" + "".join("        " + l + "\n" for l in LOGS.strip("\n").split("\n"))
 for i in range(SLOTS):
     ne_wait = '(ne $b "waiting")'
-    start_steps += slot_step(i, ne_wait, event("Pulled", "Normal", 'printf "Container image %q already present on machine" $c.image', 1))
-    start_steps += slot_step(i, ne_wait, event("Created", "Normal", 'printf "Created container: %s" $c.name', 1))
-    start_steps += slot_step(i, ne_wait, event("Started", "Normal", 'printf "Started container %s" $c.name', 1))
+    start_steps += slot_step(i, ne_wait, event("Pulled", "Normal", 'printf "Container image %q already present on machine and can be accessed by the pod" $c.image', 1))
+    start_steps += slot_step(i, ne_wait, event("Created", "Normal", 'print "Container created"', 1))
+    start_steps += slot_step(i, ne_wait, event("Started", "Normal", 'print "Container started"', 1))
     start_steps += slot_step(i, f'(and (eq $b "waiting") {ann("message")})',
                              event("Failed", "Warning", f'printf "Error: %s" {ann("message")}', 4))
 for j in range(POD_EVENT_SLOTS):
@@ -289,8 +289,8 @@ crash_steps += patch(CRASH_STATUS)
 restart_cond = '(and (eq $b "crashloop") $s.state.waiting (eq $s.state.waiting.reason "CrashLoopBackOff") (lt $rc ((or (index $a "crashdoc.test/restarts") "3") | atoi)))'
 restart_steps = ""
 for i in range(SLOTS):
-    for reason, msg in (("Pulled", 'printf "Container image %q already present on machine" $c.image'),
-                        ("Created", 'printf "Created container: %s" $c.name'), ("Started", 'printf "Started container %s" $c.name')):
+    for reason, msg in (("Pulled", 'printf "Container image %q already present on machine and can be accessed by the pod" $c.image'),
+                        ("Created", 'print "Container created"'), ("Started", 'print "Container started"')):
         restart_steps += slot_step(i, restart_cond, event(reason, "Normal", msg, '{{ add $rc 1 }}'))
 restart_steps += patch(RESTART_STATUS)
 
