@@ -84,6 +84,8 @@ fn capture(i: usize, origin: Timestamp, bundle_len: usize, rng: &mut Rng) -> Cap
         diagnosis_json: Some(diagnosis),
         kind: CaptureKind::Full,
         missing: vec![],
+        logs: None,
+        capture_delay_ms: None,
         bundle: Some(rng.bytes(bundle_len)),
     }
 }

@@ -25,6 +25,8 @@
 //!     diagnosis_json: None,
 //!     kind: CaptureKind::Full,
 //!     missing: vec![],
+//!     logs: None,
+//!     capture_delay_ms: None,
 //!     bundle: Some(std::fs::read("bundle.tar.gz")?),
 //! };
 //! let id = store.insert(&capture)?.id(); // a second insert of the same key is a Duplicate
@@ -79,7 +81,7 @@ mod store;
 
 pub use error::HistoryError;
 pub use model::{
-    Capture, CaptureKind, ConfigKeys, Inserted, PruneStats, Query, Record, Retention, Stats,
-    TerminationKey,
+    Capture, CaptureKind, CaptureLogs, ConfigKeys, Inserted, PruneStats, Query, Record, Retention,
+    Stats, TerminationKey,
 };
 pub use store::{MAX_BLOB_BYTES, SCHEMA_VERSION, Store};

@@ -96,10 +96,43 @@ pub struct Capture {
     /// Evidence that could not be captured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// Which run the terminated container's stored logs came from. Absent in
+    /// status-only captures and in captures of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<CaptureLogs>,
+    /// Milliseconds from the termination's `finishedAt` (whole seconds, the
+    /// node's clock) to the end of its capture. Absent without a
+    /// `finishedAt`, and in status-only captures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_delay_ms: Option<i64>,
     /// The crashdoc bundle as `.tar.gz` bytes; opaque to this crate. `None`
     /// for [`CaptureKind::StatusOnly`], and in [`crate::Store::list`] results.
     #[serde(skip)]
     pub bundle: Option<Vec<u8>>,
+}
+
+/// Which run a capture's logs of the terminated container came from: the
+/// terminated run itself (by its container ID), or a later one when the
+/// kubelet had moved on (the bundle's `log-runs.json` has the details).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureLogs {
+    /// The terminated run's container ID, from the status that reported the
+    /// termination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// The container ID of the run the stored log of the container came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// The bundle file holding the terminated run's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// `true`: the stored log is the terminated run's own, checked against
+    /// the pod read again after it; `false`: that run's output was
+    /// overwritten, or the log is another run's. Absent: it could not be
+    /// checked (no container IDs in the status, or the pod could not be
+    /// read again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<bool>,
 }
 
 /// The key names of one ConfigMap or Secret a captured pod referenced, as

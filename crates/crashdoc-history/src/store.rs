@@ -875,6 +875,8 @@ fn record_of(c: &Capture) -> Capture {
         diagnosis_json: None,
         kind: c.kind,
         missing: c.missing.clone(),
+        logs: c.logs.clone(),
+        capture_delay_ms: c.capture_delay_ms,
         bundle: None,
     }
 }

@@ -316,7 +316,7 @@ impl Collector {
     /// hosts their logs fail to reach, the revisions of their workload).
     pub async fn collect(&self, pods: Vec<Pod>) -> Collection {
         let parts = self
-            .run_wave(|| join_all(pods.iter().map(|p| self.first_wave(p, None))))
+            .run_wave(|| join_all(pods.iter().map(|p| self.first_wave(p, None, Vec::new()))))
             .await;
         let mut pods: Vec<(PodParts, Vec<String>)> = parts
             .into_iter()
@@ -363,7 +363,26 @@ impl Collector {
     /// collects each pod on its own). `events` are used instead of a
     /// request when given (a scan lists events once for the namespace).
     pub async fn collect_pod(&self, pod: Pod, events: Option<Vec<Event>>) -> PodFiles {
-        self.first_wave(&pod, events.as_deref()).await.finish()
+        self.first_wave(&pod, events.as_deref(), Vec::new())
+            .await
+            .finish()
+    }
+
+    /// [`Self::collect_pod`] for one run of one container: its logs are
+    /// that run's (a watch's termination, by container ID where the status
+    /// that reported it had one), never a later run's unnamed
+    /// (`log-runs.json` and `missing.json` say where it is, or that it was
+    /// overwritten).
+    pub async fn collect_run(
+        &self,
+        pod: Pod,
+        events: Option<Vec<Event>>,
+        container: &str,
+        run: crate::runs::Run,
+    ) -> PodFiles {
+        self.first_wave(&pod, events.as_deref(), vec![(container.to_string(), run)])
+            .await
+            .finish()
     }
 
     /// Run one wave, counting it and timing it.
@@ -387,8 +406,14 @@ impl Collector {
         out
     }
 
-    async fn first_wave(&self, pod: &Pod, events: Option<&[Event]>) -> PodParts {
+    async fn first_wave(
+        &self,
+        pod: &Pod,
+        events: Option<&[Event]>,
+        runs: Vec<(String, crate::runs::Run)>,
+    ) -> PodParts {
         let mut parts = PodParts::new(pod, &self.namespace);
+        parts.runs = runs;
         let out = self.run_sources_with(FIRST_WAVE, &parts, events, &[]).await;
         parts.add(out);
         parts
@@ -422,6 +447,7 @@ impl Collector {
             hosts,
             prior: &parts.out.files,
             shared: &self.shared,
+            runs: &parts.runs,
             requests: &self.requests,
         };
         let outs = join_all(sources.iter().map(|s| s.collect(&cx))).await;
@@ -440,6 +466,8 @@ struct PodParts {
     namespace: String,
     name: String,
     pod: Pod,
+    /// The runs whose logs are wanted ([`Ctx::runs`]).
+    runs: Vec<(String, crate::runs::Run)>,
     out: Output,
 }
 
@@ -453,6 +481,7 @@ impl PodParts {
                 .unwrap_or_else(|| default_namespace.to_string()),
             name: pod.metadata.name.clone().unwrap_or_default(),
             pod: pod.clone(),
+            runs: Vec::new(),
             out: Output::default(),
         }
     }

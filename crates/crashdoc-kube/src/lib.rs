@@ -10,6 +10,7 @@ mod cluster;
 pub mod collect;
 pub mod manifests;
 pub mod retry;
+pub mod runs;
 pub mod scan;
 pub mod sources;
 pub mod stack;

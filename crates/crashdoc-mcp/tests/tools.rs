@@ -317,6 +317,8 @@ fn history_db(dir: &Path) -> PathBuf {
                 diagnosis_json: None,
                 kind: CaptureKind::Full,
                 missing: vec![],
+                logs: None,
+                capture_delay_ms: None,
                 bundle: Some(bundle.clone()),
             })
             .expect("insert");

@@ -44,10 +44,11 @@ pub fn query(
     Ok(q)
 }
 
-/// One record as `crashdoc history --format json` prints it.
+/// One record as `crashdoc history --format json` prints it (`logs` and
+/// `capture_delay_ms` only where the capture has them).
 pub fn record_json(r: &Record) -> serde_json::Value {
     let c = &r.capture;
-    serde_json::json!({
+    let mut v = serde_json::json!({
         "id": r.id,
         "namespace": c.namespace,
         "pod": c.pod,
@@ -67,7 +68,16 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "summary": c.summary,
         "kind": c.kind,
         "missing": c.missing,
-    })
+    });
+    if let Some(o) = v.as_object_mut() {
+        if let Some(logs) = &c.logs {
+            o.insert("logs".into(), serde_json::json!(logs));
+        }
+        if let Some(ms) = c.capture_delay_ms {
+            o.insert("capture_delay_ms".into(), ms.into());
+        }
+    }
+    v
 }
 
 /// A ConfigMap's or Secret's keys that changed between two captures of one
@@ -265,6 +275,8 @@ mod tests {
                 diagnosis_json: None,
                 kind: CaptureKind::Full,
                 missing: vec![],
+                logs: None,
+                capture_delay_ms: None,
                 bundle: None,
             },
         }
@@ -278,6 +290,24 @@ mod tests {
             keys: keys.iter().map(|k| k.to_string()).collect(),
             changed: Some("2026-12-01T10:05:00Z".into()),
         }]
+    }
+
+    #[test]
+    fn the_json_says_which_run_the_logs_came_from_where_known() {
+        let mut r = rec(1, 0, "web-1");
+        let v = record_json(&r);
+        assert!(v.get("logs").is_none() && v.get("capture_delay_ms").is_none());
+        r.capture.logs = Some(crashdoc_history::CaptureLogs {
+            target: Some("containerd://b".into()),
+            container_id: Some("containerd://b".into()),
+            file: Some("logs-previous.app.txt".into()),
+            matched: Some(true),
+        });
+        r.capture.capture_delay_ms = Some(812);
+        let v = record_json(&r);
+        assert_eq!(v["logs"]["matched"], true);
+        assert_eq!(v["logs"]["file"], "logs-previous.app.txt");
+        assert_eq!(v["capture_delay_ms"], 812);
     }
 
     #[test]

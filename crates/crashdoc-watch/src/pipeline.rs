@@ -11,6 +11,7 @@ use crate::{Shared, log, notify};
 use crashdoc_core::diagnose::Diagnosis;
 use crashdoc_history::{Capture, ConfigKeys, Inserted};
 use crashdoc_kube::Collector;
+use crashdoc_kube::runs::Run;
 use futures::StreamExt;
 use std::collections::HashSet;
 use std::time::Instant;
@@ -124,9 +125,19 @@ impl Shared {
         let started = Instant::now();
         let ns = job.term.namespace.clone();
         let collector = Collector::new(self.client.clone(), ns, self.cfg.collect.clone());
-        let files = collector.collect_pod(job.pod.clone(), None).await;
+        // This termination's own run: by its container ID, else by its
+        // finishedAt or restart count (crashdoc_kube::runs).
+        let run = Run {
+            container_id: job.term.container_id.clone(),
+            restart_count: Some(job.term.restart_count),
+            finished_at: job.term.finished_at.map(|t| t.to_string()),
+        };
+        let files = collector
+            .collect_run(job.pod.clone(), None, &job.term.container, run)
+            .await;
+        let completed = jiff::Timestamp::now();
         self.metrics.queue_depth.dec();
-        let rec = records::record(&job, files, &self.cfg.context, waited);
+        let rec = records::record(&job, files, &self.cfg.context, waited, completed);
         self.metrics
             .capture_seconds
             .observe(started.elapsed().as_secs_f64());

@@ -5,7 +5,7 @@ use crate::notify;
 use crate::track::Termination;
 use crashdoc_core::diagnose::{self, Diagnosis};
 use crashdoc_core::ingest::bundle::{self, PodFiles, Reference, ReferenceKind};
-use crashdoc_history::{Capture, CaptureKind, ConfigKeys, TerminationKey};
+use crashdoc_history::{Capture, CaptureKind, CaptureLogs, ConfigKeys, TerminationKey};
 use k8s_openapi::api::core::v1::Pod;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,45 @@ pub(crate) fn config_keys(files: &PodFiles) -> Vec<ConfigKeys> {
             changed: r.changed,
         })
         .collect()
+}
+
+/// Which run the capture's logs of `container` came from, by the bundle's
+/// `log-runs.json` (the collector checked each file against the pod read
+/// again after it).
+pub(crate) fn logs_from(files: &PodFiles, container: &str) -> Option<CaptureLogs> {
+    let (_, bytes) = files
+        .files
+        .iter()
+        .find(|(n, _)| n == bundle::file::LOG_RUNS)?;
+    let runs: bundle::LogRuns = serde_json::from_slice(bytes).ok()?;
+    let t = runs
+        .terminations
+        .iter()
+        .find(|t| t.container == container)?;
+    let mine = |f: &&bundle::LogRun| f.container == container;
+    // The file holding the run; else the one a reader takes for the crash
+    // (its --previous log), checked, whatever run it came from.
+    let from = match &t.file {
+        Some(name) => runs.files.iter().filter(mine).find(|f| &f.file == name),
+        None => runs
+            .files
+            .iter()
+            .filter(mine)
+            .filter(|f| f.verified == Some(true))
+            .max_by_key(|f| f.previous),
+    };
+    let matched = match (&t.container_id, &t.file, t.verified) {
+        (None, _, _) => None,
+        (Some(_), Some(_), Some(true)) => Some(true),
+        (Some(_), Some(_), _) => None,
+        (Some(_), None, _) => Some(false),
+    };
+    Some(CaptureLogs {
+        target: t.container_id.clone(),
+        container_id: from.and_then(|f| f.container_id.clone()),
+        file: t.file.clone(),
+        matched,
+    })
 }
 
 fn confidence_str(c: diagnose::Confidence) -> &'static str {
@@ -116,8 +155,16 @@ fn build(
     context: &Option<String>,
     kind: CaptureKind,
     mut missing: Vec<String>,
+    completed: Option<jiff::Timestamp>,
 ) -> Record {
     let config_keys = config_keys(&files);
+    let logs = match kind {
+        CaptureKind::StatusOnly => None,
+        _ => logs_from(&files, &job.term.container),
+    };
+    let capture_delay_ms = completed
+        .zip(job.term.finished_at)
+        .map(|(done, finished)| done.duration_since(finished).as_millis() as i64);
     let ev = bundle::read_memory(std::slice::from_ref(&files));
     let report = diagnose::diagnose_all(&ev);
     let pod_report = report.pods.first();
@@ -173,6 +220,8 @@ fn build(
         diagnosis_json: diag.and_then(|d| serde_json::to_string(d).ok()),
         kind,
         missing,
+        logs,
+        capture_delay_ms,
         bundle,
     };
     Record {
@@ -182,11 +231,13 @@ fn build(
     }
 }
 
+/// The record of a capture that read `files` and ended at `completed`.
 pub(crate) fn record(
     job: &Job,
     files: PodFiles,
     context: &Option<String>,
     waited: Duration,
+    completed: jiff::Timestamp,
 ) -> Record {
     let mut missing = Vec::new();
     if waited > Duration::from_secs(30) {
@@ -195,7 +246,14 @@ pub(crate) fn record(
             waited.as_secs()
         ));
     }
-    build(job, files, context, CaptureKind::Full, missing)
+    build(
+        job,
+        files,
+        context,
+        CaptureKind::Full,
+        missing,
+        Some(completed),
+    )
 }
 
 /// A record from the pod's status alone (no API request).
@@ -214,6 +272,7 @@ pub(crate) fn status_only(job: &Job, context: &Option<String>, why: &str) -> Rec
         context,
         CaptureKind::StatusOnly,
         vec![why.to_string()],
+        None,
     )
 }
 
@@ -247,6 +306,7 @@ mod tests {
                 finished_at: Some("2026-11-29T10:00:00Z".parse().unwrap()),
                 message: None,
                 init: false,
+                container_id: None,
             },
             pod,
             workload: None,
@@ -286,7 +346,13 @@ mod tests {
             name: "web-1".into(),
             files: vec![("references.json".into(), serde_json::to_vec(&refs).unwrap())],
         };
-        let r = record(&job("Error", 1), files.clone(), &None, Duration::ZERO);
+        let r = record(
+            &job("Error", 1),
+            files.clone(),
+            &None,
+            Duration::ZERO,
+            jiff::Timestamp::now(),
+        );
         let k = &r.config_keys;
         assert_eq!(k.len(), 2, "ConfigMaps and Secrets only: {k:?}");
         assert_eq!(
@@ -304,6 +370,72 @@ mod tests {
                 .config_keys
                 .is_empty()
         );
+    }
+
+    fn with_log_runs(runs: serde_json::Value) -> PodFiles {
+        PodFiles {
+            namespace: "shop".into(),
+            name: "web-1".into(),
+            files: vec![
+                ("logs-previous.app.txt".into(), b"Killed\n".to_vec()),
+                ("log-runs.json".into(), serde_json::to_vec(&runs).unwrap()),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_capture_records_which_run_its_logs_came_from_and_its_delay() {
+        let runs = json!({"files": [{"file": "logs-previous.app.txt", "container": "app",
+                "previous": true, "container_id": "containerd://b", "state": "lastState",
+                "verified": true}],
+            "terminations": [{"container": "app", "container_id": "containerd://b",
+                "file": "logs-previous.app.txt", "verified": true}]});
+        let done: jiff::Timestamp = "2026-11-29T10:00:02.5Z".parse().unwrap();
+        let r = record(
+            &job("OOMKilled", 137),
+            with_log_runs(runs),
+            &None,
+            Duration::ZERO,
+            done,
+        );
+        let logs = r.capture.logs.as_ref().unwrap();
+        assert_eq!(logs.matched, Some(true));
+        assert_eq!(logs.target.as_deref(), Some("containerd://b"));
+        assert_eq!(logs.container_id.as_deref(), Some("containerd://b"));
+        assert_eq!(logs.file.as_deref(), Some("logs-previous.app.txt"));
+        assert_eq!(
+            r.capture.capture_delay_ms,
+            Some(2500),
+            "finishedAt 10:00:00"
+        );
+        // Near miss: overwritten: no file holds the run; the log kept is
+        // another run's.
+        let gone = json!({"files": [{"file": "logs-previous.app.txt", "container": "app",
+                "previous": true, "container_id": "containerd://c", "verified": true}],
+            "terminations": [{"container": "app", "container_id": "containerd://b"}]});
+        let r = record(
+            &job("OOMKilled", 137),
+            with_log_runs(gone),
+            &None,
+            Duration::ZERO,
+            done,
+        );
+        let logs = r.capture.logs.as_ref().unwrap();
+        assert_eq!(logs.matched, Some(false));
+        assert_eq!(logs.container_id.as_deref(), Some("containerd://c"));
+        // No container IDs: nothing to match; no log-runs.json (or status
+        // only): nothing recorded.
+        let no_id = json!({"terminations": [{"container": "app"}]});
+        let r = record(
+            &job("OOMKilled", 137),
+            with_log_runs(no_id),
+            &None,
+            Duration::ZERO,
+            done,
+        );
+        assert_eq!(r.capture.logs.as_ref().unwrap().matched, None);
+        let s = status_only(&job("OOMKilled", 137), &None, "shed");
+        assert_eq!((s.capture.logs, s.capture.capture_delay_ms), (None, None));
     }
 
     #[test]

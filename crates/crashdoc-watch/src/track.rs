@@ -53,6 +53,10 @@ pub struct Termination {
     pub finished_at: Option<jiff::Timestamp>,
     pub message: Option<String>,
     pub init: bool,
+    /// The run's container ID (`containerID` of the `terminated` state that
+    /// reported it; `None` when the status had none): which run's logs
+    /// its capture must hold.
+    pub container_id: Option<String>,
 }
 
 /// The workload a pod belongs to, as its owner references tell without an
@@ -236,6 +240,7 @@ impl Tracker {
                     finished_at,
                     message: state.message.clone(),
                     init,
+                    container_id: state.container_id.clone().filter(|id| !id.is_empty()),
                 }));
             }
         }
@@ -314,6 +319,43 @@ mod tests {
         // The next crash is new.
         let c = t.observe(&pod("u1", crashed(4, "OOMKilled", 137)));
         assert_eq!(terms(&c), vec![("app".into(), 3)]);
+    }
+
+    #[test]
+    fn a_termination_carries_the_container_id_of_the_run_that_ended() {
+        let with_id = |restarts: i32, state: serde_json::Value, last: serde_json::Value| {
+            pod(
+                "u1",
+                json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": restarts, "containerID": "containerd://next",
+                    "state": state, "lastState": last}]),
+            )
+        };
+        let crash = |id: &str| {
+            json!({"terminated": {"exitCode": 1, "reason": "Error",
+            "containerID": id, "finishedAt": "2026-11-29T10:00:00Z"}})
+        };
+        let id_of = |seen: Vec<Seen>| match &seen[..] {
+            [Seen::Terminated(t)] => (t.restart_count, t.container_id.clone()),
+            other => panic!("{other:?}"),
+        };
+        // Seen in state.terminated: that run's ID, not the run before's.
+        let mut t = Tracker::new(None);
+        let seen = t.observe(&with_id(
+            2,
+            crash("containerd://b"),
+            crash("containerd://a"),
+        ));
+        assert_eq!(id_of(seen), (2, Some("containerd://b".into())));
+        // Seen in lastState, the next run running: lastState's ID, not the
+        // running container's.
+        let mut t = Tracker::new(None);
+        let seen = t.observe(&with_id(3, json!({"running": {}}), crash("containerd://b")));
+        assert_eq!(id_of(seen), (2, Some("containerd://b".into())));
+        // Near miss: an empty ID is none.
+        let mut t = Tracker::new(None);
+        let seen = t.observe(&with_id(3, json!({"running": {}}), crash("")));
+        assert_eq!(id_of(seen), (2, None));
     }
 
     #[test]

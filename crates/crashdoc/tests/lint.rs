@@ -300,6 +300,8 @@ fn history_gives_the_probe_budget_check_the_longest_startup_seen() {
             diagnosis_json: None,
             kind: CaptureKind::Full,
             missing: vec![],
+            logs: None,
+            capture_delay_ms: None,
             bundle: Some(bundle),
         }
     };

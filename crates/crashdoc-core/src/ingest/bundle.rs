@@ -10,6 +10,7 @@
 //! pods/NAMESPACE/POD/node.json, pvc.json
 //! pods/NAMESPACE/POD/references.json  ConfigMaps/Secrets: key names and sizes only
 //! pods/NAMESPACE/POD/missing.json     what the collector could not read, and why
+//! pods/NAMESPACE/POD/log-runs.json    which run of its container each log file holds
 //! ```
 
 use super::{Doc, Evidence, InputError, Parts, assemble, read_folder_into};
@@ -72,6 +73,9 @@ pub mod file {
     pub const NODES: &str = "nodes.json";
     /// `kubectl rollout history KIND/NAME [--revision=N]` as printed.
     pub const ROLLOUT_HISTORY: &str = "rollout-history.txt";
+    /// Which run of its container each log file holds ([`super::LogRuns`]).
+    /// Not named `logs...`: every name with that prefix is a log.
+    pub const LOG_RUNS: &str = "log-runs.json";
     /// Prefix of a container's current log: `logs.CONTAINER.txt`.
     pub const LOGS: &str = "logs";
     /// Prefix of a container's previous log: `logs-previous.CONTAINER.txt`.
@@ -104,6 +108,8 @@ pub enum BundleFile {
     Nodes,
     /// `kubectl rollout history KIND/NAME [--revision=N]` output.
     RolloutHistory,
+    /// Which run of its container each log file holds.
+    LogRuns,
     Logs {
         container: String,
         previous: bool,
@@ -112,7 +118,7 @@ pub enum BundleFile {
 
 impl BundleFile {
     /// Every file kind with a fixed name (logs excluded).
-    pub const FIXED: [BundleFile; 17] = [
+    pub const FIXED: [BundleFile; 18] = [
         BundleFile::Pod,
         BundleFile::Events,
         BundleFile::ReplicaSet,
@@ -130,6 +136,7 @@ impl BundleFile {
         BundleFile::WorkloadPods,
         BundleFile::Nodes,
         BundleFile::RolloutHistory,
+        BundleFile::LogRuns,
     ];
 
     /// The files of a workload's revisions (issue 11), written by
@@ -179,6 +186,7 @@ impl BundleFile {
             BundleFile::WorkloadPods => file::WORKLOAD_PODS,
             BundleFile::Nodes => file::NODES,
             BundleFile::RolloutHistory => file::ROLLOUT_HISTORY,
+            BundleFile::LogRuns => file::LOG_RUNS,
             BundleFile::Logs { .. } => return None,
         })
     }
@@ -233,6 +241,114 @@ pub struct Reference {
     /// (RFC 3339), else its `creationTimestamp`. Absent in older bundles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed: Option<String>,
+}
+
+/// `log-runs.json`: which run of its container each log file holds, and the
+/// run each container's diagnosis is about (its last termination) with the
+/// file that holds that run's output. Written by the collector; a bundle
+/// without it is read by the log files' names alone (docs/bundle.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRuns {
+    #[serde(default)]
+    pub files: Vec<LogRun>,
+    #[serde(default)]
+    pub terminations: Vec<TerminatedRun>,
+}
+
+/// One log file of the bundle and the run it was read from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRun {
+    /// The file in the pod folder (`logs-previous.app.txt`).
+    pub file: String,
+    pub container: String,
+    /// Read with `kubectl logs --previous` (else `kubectl logs`).
+    pub previous: bool,
+    /// The container ID of the run the kubelet serves this request from, by
+    /// the pod status the request was made on. Absent: that status names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// Where that status shows the run: `running`, `terminated`
+    /// (`state.terminated`) or `lastState` (`lastState.terminated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The container's `restartCount` in that status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<i32>,
+    /// The run's `finishedAt`, when it had ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// `true`: the pod, read again after the log, still resolved this request
+    /// to `container_id`, so the file holds that run. `false`: the kubelet
+    /// had moved on to a later run by then: the file may hold either.
+    /// Absent: not checked (no container ID, or the pod could not be read
+    /// again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+}
+
+/// A container's last termination: the run its diagnosis is about.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminatedRun {
+    pub container: String,
+    /// The run's container ID (`lastState.terminated.containerID` or
+    /// `state.terminated.containerID`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// The restart count the termination is known by (`crashdoc watch`'s
+    /// key: `restartCount` while `state.terminated` shows it,
+    /// `restartCount - 1` once it is `lastState`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// The log file holding this run's output. Absent: no log request
+    /// serves it any more (overwritten by later runs; `missing.json` says
+    /// so), or its container ID is unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Whether `file` was checked to hold this run (see [`LogRun::verified`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+}
+
+/// Give each log the run `log-runs.json` says it holds: the file holding a
+/// container's last termination is its crashed run
+/// ([`crate::scan::LogKind::Previous`]) whatever its name; the container's
+/// other described files are its current run when they were read from the
+/// running container (and not found moved on), else another run of it
+/// ([`crate::scan::LogKind::Other`], weaker evidence, with a note). Only
+/// terminations with a container ID decide; other containers' logs, and
+/// every log of a bundle without the file, keep the kinds their names give.
+/// Returns the notes.
+pub fn relabel_logs(logs: &mut [crate::scan::LogScan], runs: &LogRuns) -> Vec<String> {
+    use crate::scan::LogKind;
+    let mut notes = Vec::new();
+    for t in &runs.terminations {
+        let Some(id) = &t.container_id else {
+            continue;
+        };
+        for l in logs.iter_mut() {
+            let Some(meta) = runs
+                .files
+                .iter()
+                .find(|f| f.file == l.file && f.container == t.container)
+            else {
+                continue;
+            };
+            l.kind = if t.file.as_deref() == Some(meta.file.as_str()) {
+                LogKind::Previous
+            } else if meta.state.as_deref() == Some("running") && meta.verified != Some(false) {
+                LogKind::Current
+            } else {
+                notes.push(format!(
+                    "{}: another run of {} than its last termination ({id}); read as other text, not as that run's log",
+                    l.file, t.container
+                ));
+                LogKind::Other
+            };
+        }
+    }
+    notes
 }
 
 fn parse_manifest(root: &Path, text: &str) -> Result<Manifest, InputError> {
@@ -353,8 +469,16 @@ pub fn read_tar_gz(path: &Path) -> Result<Evidence, InputError> {
     Ok(ev)
 }
 
-/// `references.json` and `missing.json` inside a bundle's pod folder.
+/// `references.json`, `missing.json` and `log-runs.json` inside a bundle's
+/// pod folder.
 pub fn read_meta(parts: &mut Parts, doc: &Doc) {
+    if doc.name.eq_ignore_ascii_case(file::LOG_RUNS) {
+        match serde_json::from_str::<LogRuns>(&doc.text) {
+            Ok(r) => parts.log_runs = Some(r),
+            Err(e) => parts.notes.push(format!("{}: {e}", doc.name)),
+        }
+        return;
+    }
     if doc.name.eq_ignore_ascii_case(file::MISSING) {
         match serde_json::from_str::<Vec<Missing>>(&doc.text) {
             Ok(m) => parts.missing.extend(m),
@@ -663,7 +787,9 @@ mod tests {
         for f in BundleFile::FIXED {
             let want = match f {
                 BundleFile::Top => FileKind::Top,
-                BundleFile::References | BundleFile::Missing => FileKind::BundleMeta,
+                BundleFile::References | BundleFile::Missing | BundleFile::LogRuns => {
+                    FileKind::BundleMeta
+                }
                 BundleFile::ReplicaSets => FileKind::Rollout(RolloutFile::ReplicaSets),
                 BundleFile::ControllerRevisions => {
                     FileKind::Rollout(RolloutFile::ControllerRevisions)
@@ -699,6 +825,133 @@ mod tests {
             })
         ));
         assert!(BundleFile::is_log(&current.name()) && !BundleFile::is_log(file::POD));
+    }
+
+    /// A pod folder as the collector writes it right after a crash:
+    /// `kubectl logs` read the crash, `--previous` the run before it.
+    fn just_crashed(log_runs: Option<&str>) -> PodFiles {
+        let mut files = vec![
+            ("pod.json".into(), br#"{"kind":"Pod","metadata":{"name":"web-1","namespace":"ml"},"spec":{"containers":[{"name":"web"}]},"status":{"containerStatuses":[{"name":"web","restartCount":3,"containerID":"containerd://b","state":{"terminated":{"exitCode":1,"reason":"Error","containerID":"containerd://b"}},"lastState":{"terminated":{"exitCode":1,"reason":"Error","containerID":"containerd://a"}}}]}}"#.to_vec()),
+            ("logs.web.txt".into(), b"Error: listen EADDRINUSE: address already in use :::8080\n".to_vec()),
+            ("logs-previous.web.txt".into(), b"Error: connect ECONNREFUSED 10.0.0.5:5432\n".to_vec()),
+        ];
+        if let Some(r) = log_runs {
+            files.push((file::LOG_RUNS.into(), r.as_bytes().to_vec()));
+        }
+        PodFiles {
+            namespace: "ml".into(),
+            name: "web-1".into(),
+            files,
+        }
+    }
+
+    fn kinds(p: &PodFiles) -> (Vec<(String, crate::scan::LogKind)>, Vec<String>) {
+        let ev = read_memory(std::slice::from_ref(p));
+        let mut k: Vec<_> = ev.pods[0]
+            .logs
+            .iter()
+            .map(|l| (l.file.clone(), l.kind))
+            .collect();
+        k.sort_by(|a, b| a.0.cmp(&b.0));
+        (k, ev.notes)
+    }
+
+    const RUNS: &str = r#"{"files": [
+        {"file": "logs.web.txt", "container": "web", "previous": false,
+         "container_id": "containerd://b", "state": "terminated", "restart_count": 3, "verified": true},
+        {"file": "logs-previous.web.txt", "container": "web", "previous": true,
+         "container_id": "containerd://a", "state": "lastState", "restart_count": 3, "verified": true}],
+        "terminations": [{"container": "web", "container_id": "containerd://b", "restart_count": 3,
+         "file": "logs.web.txt", "verified": true}]}"#;
+
+    #[test]
+    fn log_runs_name_the_file_that_holds_the_crashed_run() {
+        use crate::scan::LogKind::*;
+        let (k, notes) = kinds(&just_crashed(Some(RUNS)));
+        assert_eq!(
+            k,
+            [
+                ("logs-previous.web.txt".to_string(), Other),
+                ("logs.web.txt".to_string(), Previous)
+            ]
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("logs-previous.web.txt: another run of web")),
+            "{notes:?}"
+        );
+        let report = crate::diagnose::diagnose_all(&read_memory(&[just_crashed(Some(RUNS))]));
+        assert_eq!(report.pods[0].diagnoses[0].cause.id(), "port-conflict");
+    }
+
+    #[test]
+    fn near_miss_without_log_runs_the_names_decide_as_before() {
+        use crate::scan::LogKind::*;
+        let (k, notes) = kinds(&just_crashed(None));
+        assert_eq!(
+            k,
+            [
+                ("logs-previous.web.txt".to_string(), Previous),
+                ("logs.web.txt".to_string(), Current)
+            ]
+        );
+        assert!(!notes.iter().any(|n| n.contains("another run")));
+        // Terminations without a container ID decide nothing either.
+        let no_id = RUNS.replace(
+            r#""terminations": [{"container": "web", "container_id": "containerd://b","#,
+            r#""terminations": [{"container": "web","#,
+        );
+        assert_ne!(no_id, RUNS);
+        assert_eq!(kinds(&just_crashed(Some(&no_id))).0, k);
+        // A file the collector did not describe keeps its name's kind.
+        let undescribed = RUNS.replace(
+            r#""file": "logs-previous.web.txt", "container""#,
+            r#""file": "logs-previous.other.txt", "container""#,
+        );
+        assert!(
+            kinds(&just_crashed(Some(&undescribed)))
+                .0
+                .contains(&("logs-previous.web.txt".to_string(), Previous))
+        );
+    }
+
+    #[test]
+    fn an_overwritten_run_leaves_no_log_taken_for_the_crash() {
+        use crate::scan::LogKind::*;
+        let gone = RUNS
+            .replace(
+                r#""file": "logs.web.txt", "verified": true}]"#,
+                r#""verified": null}]"#,
+            )
+            .replace(r#""verified": true},"#, r#""verified": false},"#);
+        assert_ne!(gone, RUNS);
+        let (k, _) = kinds(&just_crashed(Some(&gone)));
+        assert!(k.iter().all(|(_, kind)| *kind == Other), "{k:?}");
+        // The running container's checked log stays the current run.
+        let running = RUNS
+            .replace(r#""state": "terminated""#, r#""state": "running""#)
+            .replace(
+                r#""file": "logs.web.txt", "verified": true}]"#,
+                r#""file": "logs-previous.web.txt", "verified": true}]"#,
+            );
+        assert_eq!(
+            kinds(&just_crashed(Some(&running))).0,
+            [
+                ("logs-previous.web.txt".to_string(), Previous),
+                ("logs.web.txt".to_string(), Current)
+            ]
+        );
+    }
+
+    #[test]
+    fn log_runs_round_trip_and_old_fields_may_be_absent() {
+        let r: LogRuns = serde_json::from_str(RUNS).unwrap();
+        assert_eq!(r.terminations[0].file.as_deref(), Some("logs.web.txt"));
+        let back: LogRuns = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
+        let bare: LogRuns = serde_json::from_str("{}").unwrap();
+        assert_eq!(bare, LogRuns::default());
     }
 
     #[test]

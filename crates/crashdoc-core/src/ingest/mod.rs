@@ -183,7 +183,7 @@ pub fn kind_of_file(name: &str) -> Option<FileKind> {
         "describe-secret.txt" | "describe-configmap.txt" => FileKind::DescribeData,
         file::TOP | "top.txt" => FileKind::Top,
         "other.txt" => FileKind::Other,
-        file::REFERENCES | file::MISSING => FileKind::BundleMeta,
+        file::REFERENCES | file::MISSING | file::LOG_RUNS => FileKind::BundleMeta,
         file::REPLICASETS | "replicasets.yaml" => {
             FileKind::Rollout(rollout::RolloutFile::ReplicaSets)
         }
@@ -220,6 +220,8 @@ pub struct Parts {
     pub missing: Vec<Missing>,
     /// What a revision comparison reads (shared by the folder's pods).
     pub rollout: rollout::RolloutInput,
+    /// A bundle's `log-runs.json`: which run each log holds.
+    pub log_runs: Option<bundle::LogRuns>,
 }
 
 impl Parts {
@@ -761,6 +763,9 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         ));
     }
 
+    if let Some(runs) = &parts.log_runs {
+        notes.extend(bundle::relabel_logs(&mut parts.logs, runs));
+    }
     let n_pods = pods.len();
     let rollout = std::sync::Arc::new(std::mem::take(&mut parts.rollout));
     for pod in &mut pods {

@@ -61,6 +61,8 @@ pub fn capture(
         } else {
             vec!["logs-previous".to_string(), "events".to_string()]
         },
+        logs: None,
+        capture_delay_ms: None,
         bundle: (bundle_len > 0).then(|| bundle(restart_count as u64 + secs as u64, bundle_len)),
     }
 }

@@ -86,6 +86,9 @@ pub struct Ctx<'a> {
     /// What the sources of the collection read once for all (nodes,
     /// workloads' revisions).
     pub shared: &'a shared::Shared,
+    /// The runs whose logs are wanted, by container, instead of each
+    /// container's last termination (a watch's termination: [`crate::runs`]).
+    pub runs: &'a [(String, crate::runs::Run)],
     pub(crate) requests: &'a AtomicU32,
 }
 

@@ -43,6 +43,19 @@ pub enum Reply {
     Open,
     /// The connection drops before an answer.
     Reset,
+    /// An answer chosen when the request comes, from the request and the
+    /// test's own state (a kubelet whose pod status moves on).
+    Dynamic(Respond),
+}
+
+/// The function behind [`Reply::Dynamic`].
+#[derive(Clone)]
+pub struct Respond(pub Arc<dyn Fn(&Seen) -> Reply + Send + Sync>);
+
+impl std::fmt::Debug for Respond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Respond(..)")
+    }
 }
 
 pub fn ok(v: Value) -> Reply {
@@ -122,7 +135,7 @@ impl Mock {
                 let n = {
                     let mut all = m.seen.lock().unwrap();
                     let n = all.iter().filter(|s| route_of(s) == route).count();
-                    all.push(seen);
+                    all.push(seen.clone());
                     n
                 };
                 let reply = {
@@ -131,6 +144,10 @@ impl Mock {
                         Some(r) => r[n.min(r.len() - 1)].clone(),
                         None => Reply::Json(404, status(404, "NotFound")),
                     }
+                };
+                let reply = match reply {
+                    Reply::Dynamic(f) => (f.0)(&seen),
+                    r => r,
                 };
                 answer(reply).await
             }
@@ -202,5 +219,8 @@ async fn answer(mut reply: Reply) -> Result<Response<BoxBody<Bytes, BoxError>>, 
             json(200).body(StreamBody::new(pending).boxed())?
         }
         Reply::Slow(..) => unreachable!("unwrapped above"),
+        Reply::Dynamic(_) => Response::builder()
+            .status(500)
+            .body(full("a dynamic reply answered with another"))?,
     })
 }

@@ -168,6 +168,8 @@ mod tests {
                 CaptureKind::StatusOnly
             },
             missing: vec![],
+            logs: None,
+            capture_delay_ms: None,
             bundle,
         }
     }
