@@ -188,5 +188,11 @@ if [[ -n "$id" ]] && "$CRASHDOC" history --db "$OUT/history.redb" --export "$id"
   else fail "analyze of capture $id's bundle: $got"; fi
 else fail "cannot export a capture after the pods were deleted"; fi
 
+# read-only: the watcher's requests in the audit log are get, list and watch only, the
+# Lease aside (watch.sh's leader-election drills, earlier in the same cluster, write one)
+if audit=$(CRASHDOC_AUDIT_LEASES=1 "$TESTS/audit-verbs.sh" crashdoc-e2e-watcher 2>&1); then
+  ok "audit log: crashdoc watch's user used only get/list/watch, leases aside ($(awk '{s+=$1} END {print s}' <<< "$audit") requests)"
+else fail "audit log: $audit"; fi
+
 echo "$passed passed, $failed failed"
 (( failed == 0 ))

@@ -181,6 +181,20 @@ else
   fail "audit log: $audit"
 fi
 
+# --- the kubelet's own API through the API server, as on any cluster (kubectl as
+# the admin: exec and debug write, crashdoc never does)
+if [[ -n "${POD[port-taken]:-}" ]]; then
+  ns=crashdoc-real-port-taken pod=${POD[port-taken]}
+  e=$(timeout 30 kubectl -n "$ns" exec "$pod" -c web -- /bin/sh -c 'cat /proc/1/cmdline | tr "\0" " "' 2>&1)
+  timeout 60 kubectl -n "$ns" debug "$pod" --image=crashdoc.test/crash:1 --image-pull-policy=IfNotPresent \
+    --target=web -c debugger -- /bin/sh -c 'echo debugger-ran' > "$OUT/debug.out" 2>&1
+  d=""
+  for _ in $(seq 1 20); do d=$(kubectl -n "$ns" logs "$pod" -c debugger 2>/dev/null); [[ -n "$d" ]] && break; sleep 1; done
+  if [[ "$e" == "/crashprog bind --port 9090 " && "$d" == debugger-ran ]]; then
+    ok "kubectl exec and kubectl debug reach the real kubelet through the API server"
+  else fail "kubectl exec: '${e:0:100}', kubectl debug: '${d:0:100}' ($(head -c 200 "$OUT/debug.out"))"; fi
+fi
+
 # --- the figure: diagnose of one real-node pod against the five kubectl commands,
 # median of 5 each, in this run (the OOM spike's pod)
 fig=oom-spike
