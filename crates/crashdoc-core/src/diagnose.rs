@@ -171,6 +171,11 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                     }
                 }
                 m.reasoning.extend(f.reasoning);
+                for b in f.basis {
+                    if !m.basis.contains(&b) {
+                        m.basis.push(b);
+                    }
+                }
                 m.container = m.container.take().or(f.container);
                 // Independent support from another source adds a little.
                 if new_evidence {
@@ -390,25 +395,22 @@ fn catalog_findings(cx: &Context, found: &[Finding]) -> Vec<Finding> {
 /// Order the findings: by score, then by the precedence the rules declare.
 /// A finding whose rule declares that it outranks a higher one moves above
 /// it, when it has at least moderate support and the other rule does not
-/// declare the reverse; the winner's declared reason is printed.
+/// declare the reverse; the winner's declared reason is printed. A
+/// declaration with `only` holds for a finding that rests on that basis.
 fn rank(f: &mut Vec<Finding>) {
     f.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let outranks = |a: Cause, b: Cause| -> Option<&'static str> {
-        rules::rule(a)?
-            .outranks
-            .iter()
-            .find(|o| o.cause == b)
-            .map(|o| o.why)
-    };
+    let outranks = rules::outrank_reason;
     let floor = crate::strength::Strength::Moderate.score();
     // Move a declared winner above the first finding it outranks. Bounded:
     // a cycle of declarations (none today) cannot loop forever.
     for _ in 0..f.len() * f.len() {
         let pair = (1..f.len()).find_map(|j| {
             (0..j).find_map(|i| {
-                let (hi, lo) = (f[i].cause, f[j].cause);
-                (f[j].score >= floor && outranks(lo, hi).is_some() && outranks(hi, lo).is_none())
-                    .then_some((i, j))
+                let (hi, lo) = (&f[i], &f[j]);
+                (lo.score >= floor
+                    && outranks(lo, hi.cause).is_some()
+                    && outranks(hi, lo.cause).is_none())
+                .then_some((i, j))
             })
         });
         let Some((i, j)) = pair else { break };
@@ -421,7 +423,7 @@ fn rank(f: &mut Vec<Finding>) {
     let (first, rest) = f.split_at_mut(1);
     let top = &mut first[0];
     for other in rest.iter().take(2) {
-        if let Some(w) = outranks(top.cause, other.cause) {
+        if let Some(w) = outranks(top, other.cause) {
             let s = format!("ranked above {}: {w}", other.cause);
             if !top.reasoning.contains(&s) {
                 top.reasoning.push(s);
@@ -565,6 +567,28 @@ mod tests {
             .find(|n| n.starts_with("runs compared"))
             .expect("a comparison note");
         assert!(note.contains("the same stage"), "{note}");
+    }
+
+    /// A precedence declared `only` for a basis holds for a finding that
+    /// rests on it, never for another finding of the same cause.
+    #[test]
+    fn a_precedence_with_only_holds_for_its_basis() {
+        let ranked = |permission: Finding| {
+            let mut f = vec![
+                Finding::new(Cause::Volume, 0.85, "a write to a read-only file system"),
+                permission,
+            ];
+            rank(&mut f);
+            f.iter().map(|x| x.cause).collect::<Vec<_>>()
+        };
+        let plain = Finding::new(Cause::Permission, 0.8, "permission denied");
+        assert_eq!(ranked(plain.clone()), [Cause::Volume, Cause::Permission]);
+        let basis = rules::rule(Cause::Permission)
+            .and_then(|r| r.outranks.iter().find(|o| o.cause == Cause::Volume))
+            .and_then(|o| o.only)
+            .expect("permission declares when it outranks volume");
+        let on = plain.on(basis);
+        assert_eq!(ranked(on), [Cause::Permission, Cause::Volume]);
     }
 
     #[test]

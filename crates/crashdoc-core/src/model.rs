@@ -234,8 +234,49 @@ impl RefKind {
 pub struct Mount {
     pub name: String,
     pub path: String,
+    /// The volumeMount's `readOnly` (describe's `(ro)`).
     pub read_only: bool,
     pub cite: Cite,
+    /// The kind of the volume mounted, as the pod's `volumes[]` name its
+    /// source (`configMap`, `secret`, `projected`, `downwardAPI`,
+    /// `emptyDir`, `persistentVolumeClaim`, ...; describe's `Type:` is
+    /// read as the same word), when the input has the volume.
+    pub source: Option<Field<String>>,
+}
+
+/// The volume sources the kubelet always mounts read-only, whatever the
+/// volumeMount says: their mounter's `GetAttributes()` returns `ReadOnly:
+/// true`, and `makeMounts` mounts `mount.ReadOnly || mustMountRO`
+/// (kubernetes v1.36.3 pkg/kubelet/kubelet_pods.go makeMounts;
+/// pkg/volume/configmap/configmap.go, secret/secret.go,
+/// downwardapi/downwardapi.go, projected/projected.go GetAttributes; since
+/// v1.10, kubernetes#58720).
+pub const ALWAYS_READ_ONLY_SOURCES: &[&str] = &["configMap", "secret", "downwardAPI", "projected"];
+
+impl Mount {
+    /// Whether `path` is the mount's path or lies under it.
+    pub fn covers(&self, path: &str) -> bool {
+        let root = self.path.trim_end_matches('/');
+        root.is_empty()
+            || path == root
+            || path
+                .strip_prefix(root)
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+
+    /// The volume's source when the kubelet mounts it read-only whatever
+    /// `readOnly` says (a ConfigMap, Secret, downwardAPI or projected volume).
+    pub fn kubelet_read_only(&self) -> Option<&Field<String>> {
+        self.source
+            .as_ref()
+            .filter(|s| ALWAYS_READ_ONLY_SOURCES.contains(&s.value.as_str()))
+    }
+
+    /// Whether the container sees this mount read-only: `readOnly: true`,
+    /// or a source the kubelet always mounts read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only || self.kubelet_read_only().is_some()
+    }
 }
 
 /// One container of the pod: spec and status together.
@@ -258,6 +299,11 @@ pub struct Container {
     pub ports: Vec<u16>,
     pub run_as_non_root: Option<Field<bool>>,
     pub run_as_user: Option<Field<i64>>,
+    /// The container's `securityContext.readOnlyRootFilesystem`, read only
+    /// from a container spec (so its `volumeMounts` were read too; the
+    /// pod's securityContext has no such field, and `kubectl describe` does
+    /// not print it): `None` when the input does not say.
+    pub read_only_root: Option<Field<bool>>,
     /// Devices the kubelet reports unhealthy (`allocatedResourcesStatus`).
     pub unhealthy_devices: Vec<Field<String>>,
 }
@@ -329,8 +375,9 @@ impl Container {
             }
         }
         for m in other.mounts {
-            if !self.mounts.iter().any(|x| x.path == m.path) {
-                self.mounts.push(m);
+            match self.mounts.iter_mut().find(|x| x.path == m.path) {
+                Some(x) => x.source = x.source.take().or(m.source),
+                None => self.mounts.push(m),
             }
         }
         for p in other.ports {
@@ -340,6 +387,7 @@ impl Container {
         }
         self.run_as_non_root = self.run_as_non_root.take().or(other.run_as_non_root);
         self.run_as_user = self.run_as_user.take().or(other.run_as_user);
+        self.read_only_root = self.read_only_root.take().or(other.read_only_root);
         self.unhealthy_devices.extend(other.unhealthy_devices);
     }
 }

@@ -127,6 +127,9 @@ pub fn parse(doc: &Doc) -> Described {
     // Which state block the Reason / Exit Code lines belong to.
     let mut in_last_state = false;
     let mut event_lines: Vec<(usize, &str)> = Vec::new();
+    // The Volumes section: the volume whose lines follow, and each volume's source.
+    let mut volume: Option<String> = None;
+    let mut sources: Vec<(String, Field<String>)> = Vec::new();
 
     for (idx, raw) in doc.text.lines().enumerate() {
         let line = crate::text::clean_line(raw);
@@ -190,6 +193,25 @@ pub fn parse(doc: &Doc) -> Described {
         let is_container_key = CONTAINER_KEYS.contains(&key.as_str());
         let is_pod_key = POD_KEYS.contains(&key.as_str()) && !is_container_key;
         let indent = raw.len() - raw.trim_start().len();
+
+        // Volumes: `NAME:` opens a volume and its `Type:` names the source
+        // (kubectl describe printVolumes: `Type:\tConfigMap (a volume
+        // populated by a ConfigMap)`); a ConfigMap volume's `Name:` is the
+        // ConfigMap's, not the pod's.
+        if section == Section::Volumes && (!is_pod_key || key == "name") {
+            if key == "type" {
+                if let (Some(v), Some(word)) = (&volume, value.split_whitespace().next()) {
+                    let c = cite(SourceKind::Spec);
+                    sources.push((v.clone(), Field::new(volume_kind(word), c)));
+                }
+            } else if value.is_empty()
+                && let Some(c) = &kv
+                && DNS_LABEL.is_match(c[1].trim())
+            {
+                volume = Some(c[1].trim().to_string());
+            }
+            continue;
+        }
 
         // A top-level pod key ends any container section (when the paste kept
         // its indentation, or the key cannot belong to a container).
@@ -271,6 +293,7 @@ pub fn parse(doc: &Doc) -> Described {
                                 name: m[2].to_string(),
                                 read_only: &m[3] == "ro",
                                 cite: cite(SourceKind::Spec),
+                                source: None,
                             });
                         }
                         continue;
@@ -496,7 +519,26 @@ pub fn parse(doc: &Doc) -> Described {
         };
         pod.events.extend(parse_event_lines(&sub_doc));
     }
+    for c in &mut pod.containers {
+        for m in &mut c.mounts {
+            if let Some((_, f)) = sources.iter().find(|(v, _)| *v == m.name) {
+                m.source = Some(f.clone());
+            }
+        }
+    }
     out
+}
+
+/// The volume source field describe's `Type:` word stands for: `ConfigMap`
+/// is `configMap`, `DownwardAPI` `downwardAPI`, `NFS` `nfs`.
+fn volume_kind(word: &str) -> String {
+    if word.chars().all(|c| !c.is_ascii_lowercase()) {
+        return word.to_ascii_lowercase();
+    }
+    let mut cs = word.chars();
+    cs.next()
+        .map(|f| f.to_ascii_lowercase().to_string() + cs.as_str())
+        .unwrap_or_default()
 }
 
 fn apply_probe_params(p: &mut Probe, text: &str) {
@@ -683,6 +725,47 @@ Events:
             p.containers[0].last_termination().unwrap().exit(),
             Some(137)
         );
+    }
+
+    /// The Volumes section gives each mount its volume's source; a
+    /// ConfigMap volume's `Name:` is the ConfigMap's, never the pod's.
+    #[test]
+    fn volumes_name_the_source_of_each_mount() {
+        let text = "Name:         web-5f7c8d9b6-q2xlm
+Namespace:    shop
+Containers:
+  web:
+    Image:          registry.example.com/shop/web:2.4.1
+    Mounts:
+      /etc/web from settings (rw)
+      /srv/uploads from uploads (rw)
+Volumes:
+  settings:
+    Type:      ConfigMap (a volume populated by a ConfigMap)
+    Name:      web-settings
+    Optional:  false
+  uploads:
+    Type:       EmptyDir (a temporary directory that shares a pod's lifetime)
+    Medium:
+    SizeLimit:  <unset>
+QoS Class:       BestEffort
+";
+        let p = parse(&doc(text)).pod;
+        assert_eq!(p.name.as_deref(), Some("web-5f7c8d9b6-q2xlm"));
+        let c = p.container("web").unwrap();
+        let kind = |path: &str| {
+            let m = c.mounts.iter().find(|m| m.path == path).unwrap();
+            m.source.as_ref().map(|s| s.value.clone())
+        };
+        assert_eq!(kind("/etc/web").as_deref(), Some("configMap"));
+        assert_eq!(kind("/srv/uploads").as_deref(), Some("emptyDir"));
+        assert!(
+            c.mounts[0].is_read_only(),
+            "the kubelet mounts a ConfigMap read-only"
+        );
+        assert!(!c.mounts[1].is_read_only());
+        // describe does not print readOnlyRootFilesystem.
+        assert!(c.read_only_root.is_none());
     }
 
     #[test]

@@ -316,6 +316,7 @@ impl Walker<'_> {
             pod.node_name = Some(n);
         }
         let pod_sc = spec.get("securityContext");
+        let sources = self.volume_sources(spec);
         for (key, kind) in [
             ("initContainers", ContainerKind::Init),
             ("containers", ContainerKind::Main),
@@ -328,6 +329,9 @@ impl Walker<'_> {
                 let mut c = self.container_spec(cv, key, kind);
                 if let Some(sc) = pod_sc {
                     self.security(sc, "spec.securityContext", &mut c);
+                }
+                for m in &mut c.mounts {
+                    m.source = sources.get(&m.name).cloned();
                 }
                 merge_container(pod, c);
             }
@@ -493,8 +497,45 @@ impl Walker<'_> {
         }
         if let Some(sc) = cv.get("securityContext") {
             self.security(sc, &format!("{base}.securityContext"), &mut c);
+            // A container's field only (PodSecurityContext has none).
+            if let Some(b) = sc.get("readOnlyRootFilesystem").and_then(Value::as_bool) {
+                let cite = self.cite(
+                    SourceKind::Spec,
+                    format!("{base}.securityContext.readOnlyRootFilesystem"),
+                    "readOnlyRootFilesystem",
+                    &b.to_string(),
+                );
+                c.read_only_root = Some(Field::new(b, cite));
+            }
         }
         c
+    }
+
+    /// The source kind of each of the pod's volumes (`volumes[].configMap`,
+    /// `.emptyDir`, ...: the one key beside `name`), by volume name.
+    fn volume_sources(&mut self, spec: &Value) -> std::collections::HashMap<String, Field<String>> {
+        let mut out = std::collections::HashMap::new();
+        for v in spec
+            .get("volumes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(name), Some(m)) = (s(v, "name"), v.as_object()) else {
+                continue;
+            };
+            let Some(kind) = m.keys().find(|k| *k != "name") else {
+                continue;
+            };
+            let cite = self.cite(
+                SourceKind::Spec,
+                format!("spec.volumes[{name}].{kind}"),
+                kind,
+                "",
+            );
+            out.insert(name, Field::new(kind.clone(), cite));
+        }
+        out
     }
 
     fn mounts(&mut self, m: &Value, c: &mut Container) {
@@ -516,6 +557,7 @@ impl Walker<'_> {
                 path,
                 read_only,
                 cite,
+                source: None,
             });
         }
     }
@@ -922,6 +964,72 @@ status:
         assert_eq!(
             c.env[0].from.as_ref().unwrap().key.as_deref(),
             Some("token")
+        );
+    }
+
+    /// readOnlyRootFilesystem is a container's field: read from the
+    /// container's securityContext with its place, never from the pod's;
+    /// each mount carries its volume's source.
+    #[test]
+    fn read_only_root_and_volume_sources() {
+        let o = parse(&doc(
+            "pod.yaml",
+            "apiVersion: v1
+kind: Pod
+metadata:
+  name: agent-0
+spec:
+  securityContext:
+    runAsUser: 2000
+  containers:
+  - name: agent
+    image: agent:3
+    securityContext:
+      readOnlyRootFilesystem: true
+    volumeMounts:
+    - name: conf
+      mountPath: /etc/agent
+    - name: spool
+      mountPath: /var/spool/agent
+  - name: shipper
+    image: shipper:1
+  volumes:
+  - name: conf
+    configMap:
+      name: agent-conf
+  - name: spool
+    emptyDir: {}
+",
+        ));
+        let p = &o.pods[0];
+        let c = p.container("agent").unwrap();
+        let ro = c.read_only_root.as_ref().expect("read from the container");
+        assert!(ro.value);
+        assert_eq!(
+            ro.cite.reference,
+            "spec.containers[agent].securityContext.readOnlyRootFilesystem"
+        );
+        assert_eq!(ro.cite.location.as_deref(), Some("pod.yaml:12"));
+        assert!(p.container("shipper").unwrap().read_only_root.is_none());
+        let conf = c.mounts.iter().find(|m| m.name == "conf").unwrap();
+        let source = conf.source.as_ref().unwrap();
+        assert_eq!(source.value, "configMap");
+        assert_eq!(source.cite.reference, "spec.volumes[conf].configMap");
+        assert!(conf.is_read_only() && !conf.read_only);
+        let spool = c.mounts.iter().find(|m| m.name == "spool").unwrap();
+        assert_eq!(spool.source.as_ref().unwrap().value, "emptyDir");
+        assert!(!spool.is_read_only());
+        assert!(spool.covers("/var/spool/agent/q1") && !spool.covers("/var/spool/agentx"));
+        // The same from JSON (`kubectl get -o json`, a bundle's pod.json).
+        let o = parse(&doc(
+            "pod.json",
+            r#"{"kind":"Pod","metadata":{"name":"agent-0"},"spec":{"containers":[{"name":"agent","securityContext":{"readOnlyRootFilesystem":true},"volumeMounts":[{"name":"conf","mountPath":"/etc/agent"}]}],"volumes":[{"name":"conf","secret":{"secretName":"agent-tls"}}]}}"#,
+        ));
+        let c = o.pods[0].container("agent").unwrap();
+        assert_eq!(c.read_only_root.as_ref().map(|f| f.value), Some(true));
+        assert_eq!(
+            c.mounts[0].kubelet_read_only().map(|s| s.value.as_str()),
+            Some("secret")
         );
     }
 

@@ -140,7 +140,11 @@ pub fn explain(c: Cause) -> String {
     if !r.outranks.is_empty() {
         let _ = writeln!(out, "Outranks:");
         for o in r.outranks {
-            let _ = writeln!(out, "  {:24} {}", o.cause.id(), o.why);
+            let only = o
+                .only
+                .map(|b| format!("[only for its finding on {b}] "))
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {:24} {only}{}", o.cause.id(), o.why);
         }
         let _ = writeln!(out);
     }

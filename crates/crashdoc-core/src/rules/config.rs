@@ -25,6 +25,7 @@ pub static CONFIG_REF_MISSING: Rule = Rule {
         Outrank {
             cause: Cause::Volume,
             why: "the volume cannot be set up because the ConfigMap or Secret it projects, or a key its items[] name, does not exist (kubernetes v1.36.3 pkg/volume/configmap/configmap.go, pkg/volume/secret/secret.go MakePayload, also under a projected volume); the mount failure is how the missing reference shows, and no storage fix helps",
+            only: None,
         },
         super::OUTRANKS_APP_CRASH,
     ],

@@ -301,6 +301,53 @@ pub fn paths_in(line: &str) -> Vec<&str> {
     .collect()
 }
 
+/// The operations that create the directory they name, as the message puts
+/// the operation before the path: Go's `*fs.PathError` (`mkdir /var/lib:
+/// read-only file system`: Op, Path, Err; golang/go src/io/fs/fs.go
+/// PathError.Error, os.Mkdir and os.MkdirAll's Op "mkdir"), Node's system
+/// errors (`EROFS: read-only file system, mkdir '/app/cache'`; nodejs/node
+/// lib/internal/errors.js uvException: `${code}: ${desc}, ${syscall}
+/// '${path}'`), coreutils mkdir (`cannot create directory '/x'`;
+/// coreutils/coreutils src/mkdir.c).
+const CREATES_DIRECTORY: &[&str] = &["mkdir", "mkdirat", "create directory"];
+
+/// The directory a failed write in `line` wrote into, for `path` (one of
+/// `paths_in(line)`): the path itself when the failed operation was
+/// creating it (a mkdir), else the directory that holds it. `None` for the
+/// root.
+pub fn directory_written<'a>(line: &str, path: &'a str) -> Option<&'a str> {
+    let before = line
+        .find(path)
+        .map(|i| line[..i].trim_end_matches(['\'', '"', '`', ' ']))
+        .unwrap_or("");
+    let creates = CREATES_DIRECTORY.iter().any(|op| {
+        let n = before.len().saturating_sub(op.len());
+        before
+            .get(n..)
+            .is_some_and(|tail| tail.eq_ignore_ascii_case(op))
+            && before[..n]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !c.is_alphanumeric())
+    });
+    let path = path.trim_end_matches('/');
+    let dir = if creates {
+        path
+    } else {
+        &path[..path.rfind('/').unwrap_or(0)]
+    };
+    (!dir.is_empty()).then_some(dir)
+}
+
+/// The score of a finding that names more than the generic catalog line it
+/// rests on (the volume mount, or the read-only root filesystem, a write
+/// failed on): at least `base`, and just above that line's `line_score`.
+pub fn above_its_line(base: crate::strength::Strength, line_score: f32) -> f32 {
+    use crate::strength::adjust;
+    base.score()
+        .max((line_score + adjust::MORE_SPECIFIC).min(adjust::SPECIFIC_CEILING))
+}
+
 /// A runtime start error that is about mounting a volume, not the entrypoint.
 pub fn is_mount_error(msg: &str) -> bool {
     classes::is("start.mount-error", msg)
@@ -367,4 +414,38 @@ pub fn probe_stopped(cx: &Context, c: &Container) -> Option<String> {
             human_duration(run)
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_directory_a_write_wrote_into() {
+        fn w(line: &str) -> Option<&str> {
+            let p = *paths_in(line).last().expect("a path");
+            directory_written(line, p)
+        }
+        // A mkdir names the directory it creates.
+        assert_eq!(
+            w("failed to persist: mkdir /opt/agent/run: read-only file system"),
+            Some("/opt/agent/run")
+        );
+        assert_eq!(
+            w("Error: EROFS: read-only file system, mkdir '/srv/app/.cache'"),
+            Some("/srv/app/.cache")
+        );
+        // Any other operation writes into the directory that holds the path.
+        assert_eq!(
+            w("open /etc/agent/agent.lock: read-only file system"),
+            Some("/etc/agent")
+        );
+        assert_eq!(
+            w("OSError: [Errno 30] Read-only file system: '/home/app/.config/tool'"),
+            Some("/home/app/.config")
+        );
+        // Never the root, and `somemkdir` is not a mkdir.
+        assert_eq!(w("open /agent.pid: read-only file system"), None);
+        assert_eq!(w("remkdir /opt/x/y: read-only file system"), Some("/opt/x"));
+    }
 }

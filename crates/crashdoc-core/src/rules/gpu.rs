@@ -25,10 +25,12 @@ pub static GPU_OOM: Rule = Rule {
         Outrank {
             cause: Cause::ProbeKill,
             why: "the logs show the GPU memory failure that kept the server from becoming ready; the probe kill that followed is its consequence",
+            only: None,
         },
         Outrank {
             cause: Cause::Terminated,
             why: "the logs show the GPU memory failure that kept the server from becoming ready; the SIGTERM that followed is its consequence",
+            only: None,
         },
         super::OUTRANKS_APP_CRASH,
     ],

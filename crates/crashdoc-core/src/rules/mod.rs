@@ -70,13 +70,29 @@ pub struct Rule {
 pub struct Outrank {
     pub cause: Cause,
     pub why: &'static str,
+    /// `None`: whenever both causes are found. `Some(basis)`: only when
+    /// this rule's finding rests on that reading of the evidence (the check
+    /// marks it with [`Finding::on`]); `why` says which situation that is.
+    pub only: Option<&'static str>,
 }
 
 /// Every specific cause outranks a bare application crash.
 pub const OUTRANKS_APP_CRASH: Outrank = Outrank {
     cause: Cause::AppCrash,
     why: "it names what failed; an exception or a non-zero exit is how that failure looks from outside",
+    only: None,
 };
+
+/// The precedence `winner`'s rule declares over `loser`, if any: its
+/// reason, when the declaration holds for this finding (one with no
+/// `only`, or one whose basis the finding rests on).
+pub fn outrank_reason(winner: &Finding, loser: Cause) -> Option<&'static str> {
+    rule(winner.cause)?
+        .outranks
+        .iter()
+        .find(|o| o.cause == loser && o.only.is_none_or(|b| winner.basis.contains(&b)))
+        .map(|o| o.why)
+}
 
 /// A candidate cause with its support.
 #[derive(Debug, Clone)]
@@ -94,6 +110,9 @@ pub struct Finding {
     /// Made by the catalog's generic pass rather than a rule's check: when
     /// both name the cause, the check's summary and fix lead.
     pub generic: bool,
+    /// The readings of the evidence this finding rests on that a rule's
+    /// `outranks` names in its `only` (empty for most findings).
+    pub basis: Vec<&'static str>,
 }
 
 impl Finding {
@@ -108,7 +127,15 @@ impl Finding {
             commands: vec![],
             reasoning: vec![],
             generic: false,
+            basis: vec![],
         }
+    }
+    /// Mark the finding as resting on `basis` (a rule's `Outrank::only`).
+    pub fn on(mut self, basis: &'static str) -> Self {
+        if !self.basis.contains(&basis) {
+            self.basis.push(basis);
+        }
+        self
     }
     pub fn container(mut self, c: Option<&str>) -> Self {
         self.container = c.filter(|c| !c.is_empty()).map(str::to_string);

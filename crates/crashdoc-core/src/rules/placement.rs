@@ -1,12 +1,13 @@
 //! Where the pod runs and what it runs on: images, scheduling, eviction,
 //! volumes, disks and the security context.
 
-use super::facts::paths_in;
-use super::{Context, Finding, Rule, RuleDoc};
+use super::facts::{above_its_line, directory_written, paths_in};
+use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
 use crate::classes;
 use crate::model::*;
+use crate::scan::LogKind;
 use crate::strength::{Strength, adjust};
 
 /// Whether any container got as far as being created (so the pod was scheduled).
@@ -142,10 +143,10 @@ pub static VOLUME: Rule = Rule {
     doc: RuleDoc {
         what: "A volume that cannot be mounted or used: a mount failure, a volume attached elsewhere (RWO Multi-Attach), a read-only mount the program writes to, ownership the process cannot change.",
         why: "The container cannot start until its volumes mount, or starts and fails on its first write to the volume, on every restart.",
-        evidence: "FailedMount / FailedAttachVolume / Multi-Attach events; `Read-only file system`; a permission or write error on a path under a volumeMount (readOnly: true, or owned by root without fsGroup).",
+        evidence: "FailedMount / FailedAttachVolume / Multi-Attach events; `Read-only file system`; a permission or write error on a path under a volumeMount (readOnly: true, a ConfigMap, Secret, downwardAPI or projected volume, which the kubelet always mounts read-only, or owned by root without fsGroup).",
         example: "RuntimeError: Unable to write to NIM_CACHE_PATH (/mnt/models/cache)\nContainers:\n  nim:\n    Mounts:\n      /mnt/models from models (ro)",
         fix: "Mount the volume read-write where the program writes, or point the program's cache at a writable volume; set securityContext.fsGroup (and fsGroupChangePolicy) so a non-root user owns the volume; for RWO volumes, let the old pod release it (Recreate strategy) or use RWX storage.",
-        false_positives: "A ConfigMap or Secret volume that does not exist, or whose items[] name a key it lacks, also fails to mount: that is reported as config-ref-missing (which declares it outranks this).",
+        false_positives: "A ConfigMap or Secret volume that does not exist, or whose items[] name a key it lacks, also fails to mount: that is reported as config-ref-missing (which declares it outranks this). `Read-only file system` on a path under no volumeMount of a container with securityContext.readOnlyRootFilesystem: true is the container's own root filesystem: reported as permission (which declares it outranks this in that situation).",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
     reads: &[Place::Log],
@@ -230,7 +231,12 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
             }) else {
                 continue;
             };
-            let summary = if m.read_only {
+            let summary = if let Some(src) = m.kubelet_read_only().filter(|_| !m.read_only) {
+                format!(
+                    "the program writes to {p}, which is under {} from the {} volume {}: the kubelet always mounts a {} volume read-only",
+                    m.path, src.value, m.name, src.value
+                )
+            } else if m.read_only {
                 format!(
                     "the program writes to {p}, which is under the read-only volume mount {} ({})",
                     m.path, m.name
@@ -246,17 +252,19 @@ fn check_volume(cx: &Context) -> Vec<Finding> {
                 .log_support(Cause::Volume)
                 .first()
                 .map_or(0.0, |g| g.score);
-            let base = if m.read_only {
-                Strength::Decisive.score()
+            let base = if m.is_read_only() {
+                Strength::Decisive
             } else {
-                Strength::Strong.score()
+                Strength::Strong
             };
-            let score = base.max((generic + adjust::MORE_SPECIFIC).min(adjust::SPECIFIC_CEILING));
-            let f = Finding::new(Cause::Volume, score, summary)
+            let f = Finding::new(Cause::Volume, above_its_line(base, generic), summary)
                 .container(s.container.as_deref().or(cx.focus_name()))
                 .cite(&s.cite())
                 .cite(&m.cite)
-                .fix(if m.read_only {
+                .cite_opt(m.kubelet_read_only().map(|f| &f.cite))
+                .fix(if m.kubelet_read_only().is_some() && !m.read_only {
+                    format!("write somewhere else: mount an emptyDir for what the program writes and point it there (copy the files of {} into it in an init container if the program must change them); readOnly: false does not make a {} volume writable", m.name, m.kubelet_read_only().map_or("", |s| s.value.as_str()))
+                } else if m.read_only {
                     format!("mount {} read-write (readOnly: false), or point the program's cache at a separate writable volume", m.path)
                 } else {
                     "set securityContext.fsGroup to the container's group so the volume is group-writable, or fix ownership with an init step".to_string()
@@ -342,17 +350,158 @@ fn check_disk_full(cx: &Context) -> Vec<Finding> {
 pub static PERMISSION: Rule = Rule {
     cause: Cause::Permission,
     doc: RuleDoc {
-        what: "The security context forbids what the process needs: runAsNonRoot with an image that runs as root, a non-root user writing to a root-owned path, a sysctl or chown the container may not do.",
-        why: "The kubelet refuses to start the container (CreateContainerConfigError), or the program fails on the forbidden operation at every start.",
-        evidence: "events `container has runAsNonRoot and image will run as root` / `image has non-numeric user`; `Permission denied`, `Operation not permitted`, `EACCES`/`EPERM` in the logs; the pod's runAsUser / runAsNonRoot.",
+        what: "The security context forbids what the process needs: runAsNonRoot with an image that runs as root, a non-root user writing to a root-owned path, a sysctl or chown the container may not do, a write to the container's own filesystem under readOnlyRootFilesystem: true.",
+        why: "The kubelet refuses to start the container (CreateContainerConfigError), or the program fails on the forbidden operation at every start. With readOnlyRootFilesystem the runtime mounts the image's filesystem read-only, so every write outside a volume fails with EROFS.",
+        evidence: "events `container has runAsNonRoot and image will run as root` / `image has non-numeric user`; `Permission denied`, `Operation not permitted`, `EACCES`/`EPERM` in the logs; the pod's runAsUser / runAsNonRoot; `Read-only file system` (EROFS) on a path under none of the container's volumeMounts, with the container's securityContext.readOnlyRootFilesystem: true (from the pod YAML or JSON: `kubectl describe` does not print it, and without it this is not claimed).",
         example: "Error: container has runAsNonRoot and image will run as root",
-        fix: "Set runAsUser to a numeric non-root UID the image supports (or build the image with `USER 1000`), give the volume an fsGroup, drop operations that need root (chown, sysctl) into an init container that is allowed them or into the node setup.",
-        false_positives: "A permission error on a path under a volume mount is usually the volume's ownership or read-only mode: reported as volume when the mount is known.",
+        fix: "Set runAsUser to a numeric non-root UID the image supports (or build the image with `USER 1000`), give the volume an fsGroup, drop operations that need root (chown, sysctl) into an init container that is allowed them or into the node setup. Under readOnlyRootFilesystem, keep it and mount an emptyDir at the directory the program writes (crashdoc names it from the log line).",
+        false_positives: "A permission error on a path under a volume mount is usually the volume's ownership or read-only mode: reported as volume when the mount is known. `Read-only file system` under a readOnly mount, or a ConfigMap, Secret, downwardAPI or projected volume (always mounted read-only), is volume too.",
     },
-    outranks: &[super::OUTRANKS_APP_CRASH],
+    outranks: &[
+        Outrank {
+            cause: Cause::Volume,
+            why: "the path the program failed to write with EROFS lies under none of the container's volumeMounts and the container sets securityContext.readOnlyRootFilesystem: true, so the read-only file system is the container's own root filesystem, made read-only by its security context (the kubelet passes readOnlyRootFilesystem to the runtime as the CRI's readonly_rootfs, kubernetes v1.36.3 pkg/kubelet/kuberuntime/security_context.go convertToRuntimeSecurityContext, and the runtime mounts the image's root read-only, OCI runtime-spec root.readonly); no mount is involved and no volume fix helps",
+            only: Some(READ_ONLY_ROOT),
+        },
+        super::OUTRANKS_APP_CRASH,
+    ],
     reads: &[Place::Log],
     check: check_permission,
 };
+
+/// The basis of the permission finding that a write failed on the
+/// container's read-only root filesystem (`Outrank::only` above).
+const READ_ONLY_ROOT: &str = "the read-only root filesystem";
+
+/// What the runtime mounts in every container besides its volumeMounts:
+/// not the root filesystem (`/sys` is read-only in an unprivileged
+/// container whatever readOnlyRootFilesystem says). containerd v2.2
+/// pkg/oci/spec.go populateDefaultUnixSpec: /proc, /dev (and /dev/pts,
+/// /dev/shm, /dev/mqueue), /sys.
+const RUNTIME_MOUNTS: &[&str] = &["/proc", "/dev", "/sys"];
+
+/// The image's system directories (Filesystem Hierarchy Standard 3.0,
+/// chapters 3 and 4): an emptyDir mounted over one hides the programs and
+/// libraries the container runs, so the fix never mounts one there.
+const SYSTEM_DIRECTORIES: &[&str] = &[
+    "/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/sbin", "/usr", "/var",
+];
+
+/// Whether `path` is `root` or under it.
+fn under(path: &str, root: &str) -> bool {
+    path.strip_prefix(root)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// A write that failed with EROFS (`Read-only file system`, however the
+/// program spells it) on a path under none of the container's volumeMounts,
+/// in a container whose securityContext.readOnlyRootFilesystem is true: the
+/// root filesystem its own security context made read-only. Not claimed
+/// when readOnlyRootFilesystem is unknown (describe output does not print
+/// it) or the path is under a mount (that is the volume rule's reading).
+fn read_only_root(cx: &Context) -> Option<Finding> {
+    // The catalog reads EROFS as volume support; which file system it is
+    // on is told by the spec.
+    let lines = cx.log_support(Cause::Volume);
+    for s in &lines {
+        let line = &s.hit.line.text;
+        // The program's own output: not the text of a structured input
+        // (a runtime's start error in a status message is the volume rule's).
+        if s.kind == Some(LogKind::Text) || !classes::is("fs.read-only", line) {
+            continue;
+        }
+        let c = match s.container.as_deref() {
+            Some(n) => cx.pod.container(n),
+            None => cx.focus,
+        };
+        let Some(c) = c else { continue };
+        let Some(ro) = c.read_only_root.as_ref().filter(|f| f.value) else {
+            continue;
+        };
+        // The innermost error names its path last (Go wraps `what: op PATH: err`).
+        let Some(&path) = paths_in(line).last() else {
+            continue;
+        };
+        if c.mounts.iter().any(|m| m.covers(path)) || RUNTIME_MOUNTS.iter().any(|r| under(path, r))
+        {
+            continue;
+        }
+        let name = cx.container_or_focus(Some(c));
+        let mut f = Finding::new(
+            Cause::Permission,
+            above_its_line(Strength::Decisive, s.score),
+            format!(
+                "the root filesystem is read-only (securityContext.readOnlyRootFilesystem: true) and {path} is under no volumeMount: the program cannot write there"
+            ),
+        )
+        .container(name)
+        .cite(&s.cite())
+        .cite(&ro.cite)
+        .on(READ_ONLY_ROOT);
+        f = match directory_written(line, path) {
+            Some(dir) if !SYSTEM_DIRECTORIES.contains(&dir) => f.fix(empty_dir_fix(c, dir)),
+            Some(dir) => f.fix(format!("keep readOnlyRootFilesystem: true and point the program at a directory mounted from an emptyDir (for example /tmp): an emptyDir over {dir} would hide the image's {dir}")),
+            None => f.fix("keep readOnlyRootFilesystem: true and point the program at a directory mounted from an emptyDir (for example /tmp): it writes at the root of the filesystem, where no volume can be mounted"),
+        };
+        return Some(
+            f.why(format!(
+                "{path} is under none of the container's volumeMounts ({}), so the read-only file system is the container's root",
+                if c.mounts.is_empty() {
+                    "it has none".to_string()
+                } else {
+                    c.mounts
+                        .iter()
+                        .map(|m| m.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ))
+            .cmd(cx.kubectl(&format!(
+                "get pod {} -o jsonpath='{{.spec.containers[{sel}].securityContext}} {{.spec.containers[{sel}].volumeMounts}}'",
+                cx.pod_name(),
+                sel = if c.name.is_empty() {
+                    "*".to_string()
+                } else {
+                    format!("?(@.name==\"{}\")", c.name)
+                }
+            ))),
+        );
+    }
+    None
+}
+
+/// The fix for a write under a read-only root filesystem: an emptyDir
+/// mounted at the directory the program writes, readOnlyRootFilesystem kept.
+fn empty_dir_fix(c: &Container, dir: &str) -> String {
+    let mut volume: String = dir
+        .trim_matches('/')
+        .to_ascii_lowercase()
+        .chars()
+        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    volume.truncate(50);
+    let volume = volume.trim_end_matches('-');
+    let mut volume = if volume.is_empty() {
+        "writable".to_string()
+    } else {
+        volume.to_string()
+    };
+    if c.mounts.iter().any(|m| m.name == volume) {
+        volume.push_str("-rw");
+    }
+    let container = if c.name.is_empty() {
+        "CONTAINER"
+    } else {
+        &c.name
+    };
+    format!(
+        "keep readOnlyRootFilesystem: true and give the program a writable {dir}: mount an emptyDir there (it starts empty and hides what the image has at {dir}; if the image ships files there, copy them in with an init container or point the program at another mounted directory):\nspec:\n  containers:\n  - name: {container}\n    securityContext:\n      readOnlyRootFilesystem: true\n    volumeMounts:\n    - name: {volume}\n      mountPath: {dir}\n  volumes:\n  - name: {volume}\n    emptyDir: {{}}"
+    )
+}
 
 fn check_permission(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -391,6 +540,7 @@ fn check_permission(cx: &Context) -> Vec<Finding> {
         }
         out.push(f);
     }
+    out.extend(read_only_root(cx));
     if let Some(mut f) = cx.from_logs(Cause::Permission, |s| {
         let l = &s.hit.line.text;
         let what =
@@ -702,4 +852,95 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         ))));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::causes::Cause;
+    use crate::diagnose::{Diagnosis, diagnose};
+    use crate::ingest::{Doc, FileKind, Parts, assemble};
+    use crate::scan::LogKind;
+
+    /// A container `job` with `securityContext`, one emptyDir at /scratch,
+    /// and its previous log.
+    fn diagnosed(security: &str, log: &str) -> Vec<Diagnosis> {
+        let pod = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: job-1\nspec:\n  containers:\n  - name: job\n    image: job:1\n    securityContext: {security}\n    volumeMounts:\n    - name: scratch\n      mountPath: /scratch\n  volumes:\n  - name: scratch\n    emptyDir: {{}}\nstatus:\n  containerStatuses:\n  - name: job\n    restartCount: 2\n    lastState:\n      terminated: {{exitCode: 1, reason: Error}}\n"
+        );
+        let mut parts = Parts::default();
+        parts.add_doc(FileKind::Objects, doc("pod.yaml", &pod));
+        parts.add_doc(
+            FileKind::Logs {
+                kind: LogKind::Previous,
+                container: None,
+            },
+            doc("logs-previous.txt", log),
+        );
+        diagnose(&assemble(parts).pods[0], &[]).diagnoses
+    }
+
+    fn doc(name: &str, text: &str) -> Doc {
+        Doc {
+            name: name.into(),
+            text: text.into(),
+            line_offset: 0,
+        }
+    }
+
+    fn read_only_root(ds: &[Diagnosis]) -> Option<&Diagnosis> {
+        ds.iter()
+            .find(|d| d.cause == Cause::Permission && d.summary.contains("root filesystem"))
+    }
+
+    #[test]
+    fn a_write_to_the_read_only_root_names_the_directory_to_mount() {
+        let ds = diagnosed(
+            "{readOnlyRootFilesystem: true}",
+            "error: open /opt/job/cache/index.db: read-only file system\n",
+        );
+        assert_eq!(ds[0].cause, Cause::Permission, "{ds:#?}");
+        let d = read_only_root(&ds).expect("the read-only root finding");
+        assert!(
+            d.fix[0].contains("mountPath: /opt/job/cache"),
+            "{:?}",
+            d.fix
+        );
+        assert!(d.fix[0].contains("readOnlyRootFilesystem: true"));
+        // Without readOnlyRootFilesystem (or with it false) nothing is claimed.
+        for sc in ["{readOnlyRootFilesystem: false}", "{runAsUser: 1000}"] {
+            let ds = diagnosed(
+                sc,
+                "error: open /opt/job/cache/index.db: read-only file system\n",
+            );
+            assert!(read_only_root(&ds).is_none(), "{sc}: {ds:#?}");
+        }
+        // Under the container's own mount, it is the volume's.
+        let ds = diagnosed(
+            "{readOnlyRootFilesystem: true}",
+            "error: open /scratch/index.db: read-only file system\n",
+        );
+        assert!(read_only_root(&ds).is_none(), "{ds:#?}");
+    }
+
+    #[test]
+    fn the_runtimes_mounts_and_system_directories_are_not_mounted_over() {
+        // /proc/sys is read-only in an unprivileged container: not the root filesystem.
+        let ds = diagnosed(
+            "{readOnlyRootFilesystem: true}",
+            "fatal: open /proc/sys/net/core/somaxconn: read-only file system\n",
+        );
+        assert!(read_only_root(&ds).is_none(), "{ds:#?}");
+        // A file in /etc: the root filesystem, but no emptyDir over /etc.
+        let ds = diagnosed(
+            "{readOnlyRootFilesystem: true}",
+            "fatal: open /etc/job.conf.lock: read-only file system\n",
+        );
+        let d = read_only_root(&ds).expect("the read-only root finding");
+        assert!(!d.fix[0].contains("mountPath"), "{:?}", d.fix);
+        assert!(
+            d.fix[0].contains("would hide the image's /etc"),
+            "{:?}",
+            d.fix
+        );
+    }
 }

@@ -25,14 +25,17 @@ pub static PROBE_KILL: Rule = Rule {
         Outrank {
             cause: Cause::ExitZero,
             why: "the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped",
+            only: None,
         },
         Outrank {
             cause: Cause::Terminated,
             why: "the exit code records how the program ended after the kubelet stopped it; the probe is why it was stopped",
+            only: None,
         },
         Outrank {
             cause: Cause::OomKilled,
             why: "the exit was a SIGKILL without OOMKilled: the probe, not the memory limit, killed it",
+            only: None,
         },
         super::OUTRANKS_APP_CRASH,
     ],

@@ -25,6 +25,7 @@ pub static OOM_KILLED: Rule = Rule {
         Outrank {
             cause: Cause::ProbeKill,
             why: "OOMKilled is the kernel's record of the kill; probe failures came while memory was at the limit",
+            only: None,
         },
         super::OUTRANKS_APP_CRASH,
     ],
@@ -539,6 +540,7 @@ pub static TERMINATED: Rule = Rule {
         Outrank {
             cause: Cause::OomKilled,
             why: "exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted",
+            only: None,
         },
         super::OUTRANKS_APP_CRASH,
     ],
