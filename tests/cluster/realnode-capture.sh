@@ -139,7 +139,11 @@ while IFS=$'\t' read -r uid pod c n tok start end; do
   # back-off: the next run's start after it; kept: the next run's end after it (the
   # kubelet deletes a dead run's container, and its log, when the next run dies:
   # kubelet.go's podContainerDeletor keeps one dead container per name)
-  cap=$(jq -r '.captured_at // empty' <<< "$rec")
+  # watch records capture_delay_ms from finishedAt (whole seconds) to the capture's end:
+  # their sum is when the capture was complete
+  fin=$(jq -r '.finished_at // empty' <<< "$rec"); dms=$(jq -r '.capture_delay_ms // empty' <<< "$rec")
+  cap=""
+  [[ -n "$fin" && -n "$dms" ]] && cap=$(date -u -d "@$(awk -v a="$(date -d "$fin" +%s)" -v d="$dms" 'BEGIN {printf "%.3f", a + d / 1000}')" +%Y-%m-%dT%H:%M:%S.%3NZ)
   read -r nstart nend < <(awk -F'\t' -v u="$uid" -v c="$c" -v m=$((n + 1)) '$1 == u && $3 == c && $4 == m {print $6, $7}' "$OUT/truth.tsv")
   if [[ -n "$cap" && -n "$end" ]]; then
     dl=$(secs_between "$end" "$cap"); delays+=("$dl")
@@ -169,7 +173,7 @@ if (( ${#delays[@]} )); then
     ok "every capture complete before the kubelet deleted the run's log (max ${dmax} s < min ${kmin} s)"
   else fail "a capture took ${dmax} s; the shortest time a run's log was kept: ${kmin:-?} s"; fi
 else
-  fail "no capture delays (history.json has no captured_at)"
+  fail "no capture delays (history.json has no capture_delay_ms)"
 fi
 
 # the evidence outlives the pods

@@ -115,6 +115,10 @@ enum Moves {
     AfterFirstGet,
     /// When the first log request arrives (after a watch event).
     AtFirstLog,
+    /// The kubelet is already in the last phase (its logs come from its
+    /// own status), the API server shows the first phase for this many
+    /// more pod reads (the kubelet's status reaches it a moment later).
+    ApiLags(usize),
     Never,
 }
 
@@ -145,7 +149,16 @@ impl Kubelet {
 
     fn pod_reply(&self) -> Reply {
         let k = self.clone();
+        let reads = Arc::new(AtomicUsize::new(0));
         Reply::Dynamic(Respond(Arc::new(move |_: &Seen| {
+            if let Moves::ApiLags(n) = k.moves {
+                let i = if reads.fetch_add(1, Ordering::SeqCst) < n {
+                    0
+                } else {
+                    k.phases.len() - 1
+                };
+                return ok(k.phases[i].pod.clone());
+            }
             let p = k.phase().pod;
             if k.moves == Moves::AfterFirstGet {
                 k.at.fetch_max(1, Ordering::SeqCst);
@@ -161,7 +174,10 @@ impl Kubelet {
                 k.at.fetch_max(1, Ordering::SeqCst);
             }
             let previous = s.query.split('&').any(|q| q == "previous=true");
-            let p = k.phase();
+            let p = match k.moves {
+                Moves::ApiLags(_) => k.phases[k.phases.len() - 1].clone(),
+                _ => k.phase(),
+            };
             match if previous { p.previous } else { p.logs } {
                 Some(text) => {
                     k.served.lock().unwrap().push((previous, text.to_string()));
@@ -501,6 +517,14 @@ async fn watch(m: &Mock, db: &std::path::Path, logs: usize) -> crashdoc_watch::S
 /// The watch sees B running, then B's termination (state.terminated); by
 /// the time its capture reads the logs the kubelet shows `after`.
 async fn watched_crash(after: Phase, logs: usize) -> (crashdoc_history::Record, Option<Vec<u8>>) {
+    watched_crash_as(after, logs, Moves::AtFirstLog).await
+}
+
+async fn watched_crash_as(
+    after: Phase,
+    logs: usize,
+    moves: Moves,
+) -> (crashdoc_history::Record, Option<Vec<u8>>) {
     let (before, during) = before_and_during();
     let running_b = pod(
         3,
@@ -511,7 +535,7 @@ async fn watched_crash(after: Phase, logs: usize) -> (crashdoc_history::Record, 
     let crashed = just_crashed(&during, &before);
     let mut at_event = crashed.pod.clone();
     at_event["metadata"]["resourceVersion"] = json!("11");
-    let k = Kubelet::new(vec![crashed, after], Moves::AtFirstLog);
+    let k = Kubelet::new(vec![crashed, after], moves);
     let m = k.mock();
     m.on(
         PODS,
@@ -584,6 +608,49 @@ async fn a_watched_termination_keeps_its_own_run_when_the_next_one_has_started()
         "{:?}",
         c.missing
     );
+}
+
+/// Found on a real kubelet: a first crash is restarted at once, and the
+/// kubelet serves `logs` from the next run while the API server still shows
+/// the crash as the container's state. The capture waits for the status to
+/// move on and reads the crash with `--previous`.
+#[tokio::test]
+async fn a_watched_crash_restarted_at_once_is_read_once_the_api_server_shows_the_restart() {
+    let (record, bundle) =
+        watched_crash_as(restarted("2026-11-29T10:00:00Z"), 3, Moves::ApiLags(2)).await;
+    let c = &record.capture;
+    let logs = c.logs.as_ref().expect("which run the logs came from");
+    assert_eq!(logs.target.as_deref(), Some(B));
+    assert_eq!(logs.matched, Some(true));
+    assert_eq!(logs.file.as_deref(), Some("logs-previous.web.txt"));
+    let logs = stored_logs(&bundle.expect("a bundle"));
+    assert_eq!(
+        stored(&logs, "logs-previous.web.txt"),
+        Some((LogKind::Previous, OUT_B))
+    );
+    assert!(
+        logs.iter()
+            .all(|(f, k, t)| *k != LogKind::Previous || f != "logs.web.txt" || t != OUT_C),
+        "the next run's output is not taken for the crash: {logs:?}"
+    );
+}
+
+/// Near miss: a crash in its back-off (the status holds still) is read
+/// from `logs` after the settle time, as the kubelet serves it.
+#[tokio::test]
+async fn near_miss_a_watched_crash_in_its_back_off_is_read_from_logs() {
+    let (before, during) = before_and_during();
+    let crashed = just_crashed(&during, &before);
+    let (record, bundle) = watched_crash_as(crashed, 3, Moves::Never).await;
+    let c = &record.capture;
+    let logs = c.logs.as_ref().expect("which run the logs came from");
+    assert_eq!(
+        (logs.target.as_deref(), logs.matched),
+        (Some(B), Some(true))
+    );
+    assert_eq!(logs.file.as_deref(), Some("logs.web.txt"));
+    let logs = stored_logs(&bundle.expect("a bundle"));
+    assert_eq!(stored(&logs, "logs.web.txt").map(|(_, t)| t), Some(OUT_B));
 }
 
 #[tokio::test]

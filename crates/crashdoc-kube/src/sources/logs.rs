@@ -192,9 +192,11 @@ impl Source for Logs {
     fn collect<'a>(&'a self, cx: &'a Ctx<'a>) -> BoxFuture<'a, Output> {
         Box::pin(async move {
             let api: Api<Pod> = cx.api();
-            let status = cx.pod.status.clone().unwrap_or_default();
             let mut out = Output::default();
-            let mut reads: Vec<Read> = log_requests(cx.pod)
+            let settled = settle(cx, &api).await;
+            let planned = settled.as_ref().unwrap_or(cx.pod);
+            let status = planned.status.clone().unwrap_or_default();
+            let mut reads: Vec<Read> = log_requests(planned)
                 .into_iter()
                 .map(|(c, previous)| Read::new(&status, &c, previous))
                 .collect();
@@ -351,6 +353,71 @@ impl Source for Logs {
 
 /// Read these logs in parallel: the redacted text into each read, a
 /// failure into `missing`.
+/// How long a watched termination still shown as its container's current
+/// state is followed before its logs are read (see [`settle`]).
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
+const SETTLE_STEP: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// A watched run the status shows as the container's `state.terminated`
+/// may already be history for the kubelet: its first crash is restarted at
+/// once, with no back-off (kubernetes v1.36.3 pkg/kubelet/kuberuntime/
+/// kuberuntime_manager.go doBackOff: a container with no back-off entry
+/// starts again), and the kubelet answers `kubectl logs` from its own status,
+/// which the API server shows a moment later (kubelet_pods.go
+/// GetKubeletContainerLogs). `logs` would then serve the next run while the
+/// pod read from the API still names the crashed one, and the check after
+/// the read could not tell. Seen on a real kubelet: a first crash's capture
+/// held the next run's output. So, for such a run, the pod is read again
+/// every 250 ms for up to 1.5 s, until the status moves on (the next run
+/// started: the crash is then `lastState`, served by `--previous` until that
+/// next run ends) or the time is up (the container sits in its back-off,
+/// and `logs` serves the crash). Returns the newest pod read, if any.
+async fn settle(cx: &Ctx<'_>, api: &Api<Pod>) -> Option<Pod> {
+    let shown = |pod: &Pod| {
+        cx.runs.iter().any(|(c, run)| {
+            let Some(id) = run.container_id.as_deref() else {
+                return false;
+            };
+            pod.status
+                .iter()
+                .flat_map(|s| {
+                    s.init_container_statuses
+                        .iter()
+                        .flatten()
+                        .chain(s.container_statuses.iter().flatten())
+                })
+                .filter(|st| &st.name == c)
+                .any(|st| {
+                    st.state
+                        .as_ref()
+                        .and_then(|x| x.terminated.as_ref())
+                        .and_then(|t| t.container_id.as_deref())
+                        == Some(id)
+                })
+        })
+    };
+    if !shown(cx.pod) {
+        return None;
+    }
+    let start = std::time::Instant::now();
+    let mut newest = None;
+    while start.elapsed() < SETTLE {
+        tokio::time::sleep(SETTLE_STEP).await;
+        let Ok(pod) = cx.get(api, cx.name).await else {
+            break;
+        };
+        if pod.metadata.uid != cx.pod.metadata.uid {
+            break;
+        }
+        let moved = !shown(&pod);
+        newest = Some(pod);
+        if moved {
+            break;
+        }
+    }
+    newest
+}
+
 async fn fetch(cx: &Ctx<'_>, api: &Api<Pod>, reads: &mut [Read], gone: &mut Vec<Missing>) {
     let results = join_all(reads.iter().map(|r| {
         let lp = LogParams {
