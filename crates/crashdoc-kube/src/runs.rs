@@ -463,7 +463,8 @@ mod tests {
         }
     }
 
-    /// Right after the crash of run B (restartCount 3, not yet incremented):
+    /// Right after the crash of run B (restartCount 3, B's own: the kubelet
+    /// counts the restart when it creates the next container):
     /// `state.terminated` is B, `lastState` the run A before it.
     fn just_crashed() -> Pod {
         app(

@@ -70,7 +70,7 @@ struct Phase {
     previous: Option<&'static str>,
 }
 
-/// B just crashed (restartCount 3 not yet incremented).
+/// B just crashed (restartCount 3, B's own; it becomes 4 when C is created).
 fn just_crashed(at: &str, before: &str) -> Phase {
     Phase {
         pod: pod(3, B, ended(B, at), ended(A, before)),
