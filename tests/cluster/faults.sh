@@ -15,7 +15,8 @@
 #   watch      `crashdoc watch` through the proxy on 10 pods that crashloop-storm
 #              crashes (2/s): 20 s fault-free, 60 s at 20% faults, 30 s of
 #              blackout; after each phase crashdoc_container_restarts_total equals
-#              the restartCount increase read from the API server, no duplicate
+#              the increase of ended runs read from the API server (restartCount
+#              read as the kubelet counts it: ENDED_RUNS_JQ in lib.sh), no duplicate
 #              record, each pod's last termination recorded; /readyz 503 in the
 #              blackout, 200 after
 #   audit      the reader identity (the proxy's) used only get/list/watch
@@ -30,6 +31,8 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TESTS="$ROOT/tests/cluster"
+# shellcheck source=tests/cluster/lib.sh
+. "$TESTS/lib.sh"
 STATE="$ROOT/target/cluster"
 OUT="$STATE/faults"
 CRASHDOC="${CRASHDOC_BIN:-$ROOT/target/release/crashdoc}"
@@ -191,7 +194,9 @@ else fail "scan $NS at $RATE faults: exit $rc_clean/$rc_faults; changed silently
 # ------------------------------------------------------------------ watch
 metric() { curl -s --max-time 5 "http://127.0.0.1:$WATCH_PORT/metrics" | awk -v m="$1" '$1 ~ "^" m "({|$)" { s += $NF } END { printf "%d\n", s }'; }
 http_code() { curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$WATCH_PORT$1"; }
-rc_sum() { kubectl -n "$FNS" get pods -o json | jq '[.items[] | select(.metadata.deletionTimestamp == null) | .status.containerStatuses[]?.restartCount] | add // 0'; }
+# ended_sum: the runs the pods' containers have ended (not restartCount: a container backing
+# off after run R's crash shows restartCount R with runs 0..R ended; lib.sh ENDED_RUNS_JQ)
+ended_sum() { kubectl -n "$FNS" get pods -o json | jq "$ENDED_RUNS_JQ"'[container_runs | .[3]] | add // 0'; }
 wait_counter() { # wait_counter WANT SECONDS: 0 when the counter reaches WANT; sets CATCHUP_MS
   local want=$1 end=$(( $(date +%s) + $2 )) t; t=$(now_ms)
   until [[ $(metric crashdoc_container_restarts_total) -ge $want ]]; do
@@ -201,7 +206,7 @@ wait_counter() { # wait_counter WANT SECONDS: 0 when the counter reaches WANT; s
 }
 phase() { # phase NAME RATE SECONDS [blackout]
   local name=$1 rate=$2 secs=$3 blackout=${4:-} before after got want c="$OUT/watch.$1.counts.json"
-  before=$(rc_sum); local m0; m0=$(metric crashdoc_container_restarts_total)
+  before=$(ended_sum); local m0; m0=$(metric crashdoc_container_restarts_total)
   set_faults "$rate"; ctl reset
   local r503="" probe=""
   if [[ -n "$blackout" ]]; then
@@ -213,7 +218,7 @@ phase() { # phase NAME RATE SECONDS [blackout]
     --log "$OUT/watch.$name.truth.tsv" --out "$OUT/watch.$name.storm.json" > /dev/null 2> "$OUT/watch.$name.storm.log"
   [[ -n "$probe" ]] && wait "$probe"
   [[ -n "$blackout" ]] && { r503=$(cat "$OUT/watch.$name.readyz-during" 2>/dev/null); ctl "set?blackout=0"; }
-  after=$(rc_sum); want=$(( m0 + after - before ))
+  after=$(ended_sum); want=$(( m0 + after - before ))
   wait_counter "$want" 90   # CATCHUP_MS: from the last termination (or the blackout's end) to the counter
   if [[ -n "$blackout" ]]; then
     local t; t=$(now_ms)
@@ -225,8 +230,8 @@ phase() { # phase NAME RATE SECONDS [blackout]
   counts > "$c"; set_faults 0
   local produced; produced=$(jq -r '.terminations_produced // empty' "$OUT/watch.$name.storm.json" 2>/dev/null)
   local fig="$(jq .requests "$c") requests, $(jq .faults "$c") faults [$(kinds "$c")], counter caught up $CATCHUP_MS ms after the $([[ -n "$blackout" ]] && echo "blackout's end" || echo "last termination")"
-  [[ $got == "$want" ]] && ok "watch $name: counter +$(( got - m0 )) == restartCount increase $(( after - before )) (${produced:-?} terminations written; $fig)" \
-    || fail "watch $name: counter +$(( got - m0 )), restartCount increase $(( after - before )) ($fig)"
+  [[ $got == "$want" ]] && ok "watch $name: counter +$(( got - m0 )) == ended runs' increase $(( after - before )) (${produced:-?} terminations written; $fig)" \
+    || fail "watch $name: counter +$(( got - m0 )), ended runs' increase $(( after - before )) ($fig)"
   if [[ -n "$blackout" ]]; then
     [[ $r503 == 503 ]] && ok "watch $name: /readyz $r503 during the blackout" || fail "watch $name: /readyz '$r503' during the blackout (want 503)"
     # After a watch error the session is Degraded until a re-list (InitDone) or the first
@@ -246,7 +251,7 @@ WATCH_PID=$!
 for _ in $(seq 1 120); do [[ $(http_code /readyz) == 200 ]] && break; sleep 0.5; done
 [[ $(http_code /readyz) == 200 ]] || bail "crashdoc watch through the proxy not ready within 60 s (see $OUT/watch.log)"
 kubectl -n "$FNS" get pods -o json | jq -r '.items[] | [.metadata.uid, .metadata.name] | @tsv' > "$OUT/watch.pods.tsv"
-rc0=$(rc_sum)
+rc0=$(ended_sum)
 t_watch=$(now_ms)
 phase clean 0 20
 phase faults "$RATE" 60
@@ -256,9 +261,9 @@ kill -KILL "$WATCH_PID" 2>/dev/null; WATCH_PID=""
 "$CRASHDOC" history --db "$OUT/history.redb" -n "$FNS" --format json --limit 1000000 > "$OUT/records.json" 2> "$OUT/history.stderr"
 recs=$(jq length "$OUT/records.json" 2>/dev/null || echo 0)
 dups=$(jq '[.[] | "\(.pod_uid)/\(.container)/\(.restart_count)"] | group_by(.) | map(select(length > 1)) | length' "$OUT/records.json" 2>/dev/null || echo -1)
-total=$(( $(rc_sum) - rc0 ))
-# each pod's last termination (its restartCount - 1) recorded
-last_ok=$(kubectl -n "$FNS" get pods -o json | jq -r '.items[] | .metadata.uid as $u | .status.containerStatuses[] | select(.restartCount > 0) | "\($u)/\(.name)/\(.restartCount - 1)"' \
+total=$(( $(ended_sum) - rc0 ))
+# each pod's last termination (its last ended run: ended runs - 1) recorded
+last_ok=$(kubectl -n "$FNS" get pods -o json | jq -r "$ENDED_RUNS_JQ"'container_runs | select(.[3] > 0) | "\(.[0])/\(.[2])/\(.[3] - 1)"' \
   | jq -r -R -s --slurpfile r "$OUT/records.json" 'split("\n") | map(select(length > 0)) as $want
       | ($r[0] | map("\(.pod_uid)/\(.container)/\(.restart_count)") | map({(.): true}) | add // {}) as $s
       | "\([$want[] | select($s[.])] | length)/\($want | length)"')

@@ -1,4 +1,5 @@
-# Shared by the tier's scripts (bench-live.sh, regressions.sh, live.sh, lint-live.sh): sourced, not run.
+# Shared by the tier's scripts (bench-live.sh, regressions.sh, live.sh, lint-live.sh, watch.sh,
+# faults.sh): sourced, not run.
 
 # median: the middle of the numbers on stdin, one per line.
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -27,3 +28,43 @@ planted_secret_values() {
     /^[^ ]/ { data = 0 }
   ' "$1"/*.yaml | grep -E '.{8,}' | sort -u
 }
+
+# ENDED_RUNS_JQ: jq definitions for the ground truth of terminations: how many
+# runs of a container have ended, by its status, as the kubelet v1.36.3 counts
+# and as crashdoc watch numbers them (crates/crashdoc-kube/src/runs.rs). Runs
+# are numbered 0.. by the restart count each container was created with (a new
+# container gets the newest one's + 1: pkg/kubelet/kuberuntime/
+# kuberuntime_container.go startContainer), and restartCount R is the newest
+# container's (pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses). So
+# runs 0..R have ended when the newest has: state.terminated shows it, the
+# status waits in CrashLoopBackOff, or it waits with lastState = the newest
+# container (the same containerID, or no IDs); runs 0..R-1 while it runs or has
+# not started (ContainerCreating, PodInitializing, created beside another
+# lastState). An exit 0 of a container not meant to keep running (an init
+# container, a Job's) is work done, not a termination crashdoc counts.
+#   ended($pod; $init): for a container status (.), of $pod, an init container's if $init
+# shellcheck disable=SC2034,SC2016  # used by the scripts that source this; jq, not shell
+ENDED_RUNS_JQ='
+def keeps_running($pod; $init):
+  .name as $n
+  | if $init then any(($pod.spec.initContainers // [])[]; .name == $n and .restartPolicy == "Always")
+    else (($pod.spec.restartPolicy // "Always") == "Always") end;
+def counts($t; $keeps): (($t.exitCode // 0) != 0) or $keeps;
+def ended($pod; $init):
+  keeps_running($pod; $init) as $keeps
+  | (.restartCount // 0) as $r
+  | (.state // {}) as $s
+  | (.lastState.terminated // null) as $l
+  | if $s.terminated then (if counts($s.terminated; $keeps) then $r + 1 else $r end)
+    elif $s.running then $r
+    elif ($s.waiting.reason // "") == "CrashLoopBackOff" then $r + 1
+    elif $l != null and ((.containerID // "") == "" or ($l.containerID // "") == "" or .containerID == $l.containerID)
+      then (if counts($l; $keeps) then $r + 1 else $r end)
+    else $r end;
+# container_runs: [uid, pod, container, ended runs] of every container of every live pod (. is a PodList)
+def container_runs:
+  .items[] | select(.metadata.deletionTimestamp == null) | . as $p
+  | ((($p.status.initContainerStatuses // [])[] | [., true]), (($p.status.containerStatuses // [])[] | [., false]))
+  | . as [$c, $init]
+  | [$p.metadata.uid, $p.metadata.name, $c.name, ($c | ended($p; $init))];
+'

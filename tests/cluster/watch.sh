@@ -2,9 +2,11 @@
 # Reliability drills for `crashdoc watch` against the running test cluster.
 # Expects `scripts/cluster up` and `scripts/cluster scenarios` (tests/cluster/run.sh
 # calls this script after live.sh). Ground truth comes from the real API server
-# (restartCount before/after) and from tests/cluster/tools/crashloop-storm, which
-# plays the kubelet: one pods/status update per container termination
-# (restartCount+1, lastState.terminated, waiting CrashLoopBackOff), paced, counted.
+# (the runs each container's status shows ended, before/after: ENDED_RUNS_JQ in
+# lib.sh) and from tests/cluster/tools/crashloop-storm, which plays the kubelet:
+# one pods/status update per container termination (waiting CrashLoopBackOff,
+# lastState.terminated = the crashed run, restartCount unchanged; restartCount+1
+# only when the next run starts), paced, counted.
 #
 #   tests/cluster/watch.sh                  drills basic, apiserver, kill, leader
 #   tests/cluster/watch.sh basic kill       only these
@@ -13,12 +15,12 @@
 #
 # basic      watch crashdoc-e2e, re-create the crash-looping scenario pods: every
 #            termination captured once, history lists them, --export bundles give
-#            `analyze` the same cause, the restarts counter equals the restartCount
-#            increase (per workload), /healthz and /readyz.
+#            `analyze` the same cause, the restarts counter equals the increase of
+#            ended runs (per workload), /healthz and /readyz.
 # apiserver  crashdoc SIGSTOPped, terminations, the API server stopped (/healthz 200,
 #            /readyz 503 meanwhile) and started again: its watch cache starts at a
 #            newer resourceVersion, so crashdoc's resume gets 410 Gone and re-lists;
-#            the counter still equals the restartCount increase, each pod's last
+#            the counter still equals the ended runs' increase, each pod's last
 #            termination is captured, no duplicates.
 # kill       SIGKILL, terminations while down, restart on the same --db: counted and
 #            captured; then a SIGKILL in the middle of a flow of terminations.
@@ -44,6 +46,8 @@ CRASHDOC="${CRASHDOC_BIN:-$ROOT/target/release/crashdoc}"
 if [[ -z "${CRASHDOC_BIN:-}" && ! -x "$CRASHDOC" && -n "${CARGO_TARGET_DIR:-}" && -x "$CARGO_TARGET_DIR/release/crashdoc" ]]; then
   CRASHDOC="$CARGO_TARGET_DIR/release/crashdoc"
 fi
+# shellcheck source=tests/cluster/lib.sh
+. "$TESTS/lib.sh"
 RO="$STATE/kubeconfig-readonly"      # crashdoc-e2e-reader: get/list/watch only
 WATCHER="$STATE/kubeconfig-watcher"  # crashdoc-e2e-watcher: the same, plus the drill Lease
 E2E=crashdoc-e2e
@@ -145,25 +149,30 @@ wait_settled() { # wait_settled NAME SECONDS: queue empty and counters stable fo
   return 1
 }
 
-# snapshot NS: uid pod container restartCount owner-kind owner, for every container of every live pod
+# snapshot NS: uid pod container ended-runs owner-kind owner, for every container of every live
+# pod. Ended runs, not restartCount: the kubelet counts a restart when it creates the next
+# container, so a container backing off after run R's crash shows restartCount R with runs
+# 0..R ended, a running one restartCount R with runs 0..R-1 ended (ENDED_RUNS_JQ, lib.sh).
 snapshot() {
-  kubectl -n "$1" get pods -o json | jq -r '
+  kubectl -n "$1" get pods -o json | jq -r "$ENDED_RUNS_JQ"'
     .items[] | select(.metadata.deletionTimestamp == null) | . as $p
     | (($p.metadata.ownerReferences // []) | map(select(.controller)) | first // {}) as $o
     | ($p.metadata.labels["pod-template-hash"] // "") as $h
     | (if $o.kind == "ReplicaSet" and $h != "" and ($o.name | endswith("-" + $h))
        then ["Deployment", ($o.name | .[0:(length - ($h | length) - 1)])] else [($o.kind // ""), ($o.name // "")] end) as $w
-    | (($p.status.initContainerStatuses // []) + ($p.status.containerStatuses // []))[]
-    | [$p.metadata.uid, $p.metadata.name, .name, .restartCount, $w[0], $w[1]] | @tsv'
+    | ((($p.status.initContainerStatuses // [])[] | [., true]), (($p.status.containerStatuses // [])[] | [., false]))
+    | . as [$c, $init]
+    | [$p.metadata.uid, $p.metadata.name, $c.name, ($c | ended($p; $init)), $w[0], $w[1]] | @tsv'
 }
-# increase BEFORE AFTER [by-owner]: restartCount increase (containers absent before count from 0)
+# increase BEFORE AFTER [by-owner]: the increase of ended runs (containers absent before count from 0)
 increase() {
   awk -F'\t' -v by="${3:-}" '
     NR == FNR { rc[$1 "/" $3] = $4; next }
     { d = $4 - (($1 "/" $3) in rc ? rc[$1 "/" $3] : 0); t += d; if (by) o[$5 "/" $6] += d }
     END { if (by) { for (k in o) if (o[k]) print k "\t" o[k] } else print t + 0 }' "$1" "$2"
 }
-# expected terminations BEFORE AFTER: uid container N for every termination between two snapshots
+# expected terminations BEFORE AFTER: uid pod container N for every termination between two
+# snapshots: the runs from..ended-1 (a run's N is the restart count it was created with)
 expected_terminations() {
   awk -F'\t' 'NR == FNR { rc[$1 "/" $3] = $4; next }
     { from = ($1 "/" $3) in rc ? rc[$1 "/" $3] : 0; for (n = from; n < $4; n++) print $1 "\t" $2 "\t" $3 "\t" n }' "$1" "$2"
@@ -263,7 +272,7 @@ drill_basic() {
   wait_until 90 counter_is basic "$want"; wait_settled basic 60
   metrics basic > "$d/metrics.txt"
   local got; got=$(restarts basic)
-  [[ $got == "$want" ]]; check $? "basic: crashdoc_container_restarts_total $got == restartCount increase $want ($(wc -l < "$d/truth.tsv") terminations of ${#names[@]} scenarios)"
+  [[ $got == "$want" ]]; check $? "basic: crashdoc_container_restarts_total $got == ended runs' increase $want ($(wc -l < "$d/truth.tsv") terminations of ${#names[@]} scenarios)"
   # per workload: the counter's owner label against the pods' owners
   increase "$d/before.tsv" "$d/after.tsv" by-owner | sort > "$d/want-by-owner.tsv"
   awk '$1 ~ /^crashdoc_container_restarts_total/ {
@@ -272,7 +281,7 @@ drill_basic() {
       s[k "/" o] += $NF }
     END { for (x in s) if (s[x]) print x "\t" s[x] }' "$d/metrics.txt" | sort > "$d/got-by-owner.tsv"
   if diff -q "$d/want-by-owner.tsv" "$d/got-by-owner.tsv" > /dev/null; then
-    ok "basic: the counter per workload matches each workload's restartCount increase ($(wc -l < "$d/want-by-owner.tsv") workloads)"
+    ok "basic: the counter per workload matches each workload's ended runs' increase ($(wc -l < "$d/want-by-owner.tsv") workloads)"
   else
     fail "basic: counter per workload differs: $(diff "$d/want-by-owner.tsv" "$d/got-by-owner.tsv" | grep '^[<>]' | head -4 | tr '\n\t' '; ')"
   fi
@@ -382,7 +391,7 @@ drill_apiserver() {
   local want got unobs
   want=$(increase "$d/s0b.tsv" "$d/s1.tsv"); got=$(( $(restarts apiserver) - base1 )); unobs=$(restarts apiserver 'reason="Unobserved"')
   [[ $got == "$want" && $want == 60 ]]
-  check $? "apiserver: counter +$got == restartCount increase $want of the 60 terminations while crashdoc was stopped ($unobs counted as Unobserved)"
+  check $? "apiserver: counter +$got == ended runs' increase $want of the 60 terminations while crashdoc was stopped ($unobs counted as Unobserved)"
   local relists; relists=$(audit_relists crashdoc-e2e-reader "$DRILL_NS" "$restarted_at")
   echo "$relists" > "$d/relists.txt"
   [[ -n "$relists" ]]; check $? "apiserver: crashdoc re-listed the pods after the restart (audit: $(wc -l <<<"$relists" | tr -d ' ') list(s): $(head -n1 <<<"$relists" | cut -c1-100))"
@@ -403,7 +412,7 @@ drill_apiserver() {
   snapshot "$DRILL_NS" > "$d/s3.tsv"
   want=$(increase "$d/s2.tsv" "$d/s3.tsv"); got=$(( $(restarts apiserver) - base2 )); unobs=$(( $(restarts apiserver 'reason="Unobserved"') - unobs ))
   [[ $got == "$want" && $want == 60 ]]
-  check $? "apiserver: restarted before 60 terminations (none buffered for crashdoc): counter +$got == restartCount increase $want ($unobs as Unobserved), $(secs_since "$t") s after SIGCONT"
+  check $? "apiserver: restarted before 60 terminations (none buffered for crashdoc): counter +$got == ended runs' increase $want ($unobs as Unobserved), $(secs_since "$t") s after SIGCONT"
   relists=$(audit_relists crashdoc-e2e-reader "$DRILL_NS" "$restarted_at")
   [[ -n "$relists" ]]; check $? "apiserver: re-listed after the second restart too ($(wc -l <<<"$relists" | tr -d ' ') list(s)); crashdoc log: $(grep -i -E 'too old|410|expired' "$OUT/apiserver.log" | tail -n1 | cut -c1-120)"
 
@@ -471,7 +480,7 @@ drill_kill() {
   local y; y=$(restarts kill); want=$(increase "$d/s2.tsv" "$d/s3.tsv")
   # counters are per process and the last scrape precedes the kill, so the history is
   # the judge here (below); the counters are figures
-  info "kill: SIGKILL during 100 terminations at 20/s: the killed process had counted $proc2 by its last scrape (<= 0.2 s before the kill), the restarted one counted $y ($(restarts kill 'reason="Unobserved"') Unobserved); restartCount increase $want"
+  info "kill: SIGKILL during 100 terminations at 20/s: the killed process had counted $proc2 by its last scrape (<= 0.2 s before the kill), the restarted one counted $y ($(restarts kill 'reason="Unobserved"') Unobserved); ended runs' increase $want"
 
   stop_watch kill
   history_json "$d/history.redb" "$DRILL_NS" > "$d/records.json" 2> "$d/history.stderr" || { fail "kill: crashdoc history failed: $(head -c 300 "$d/history.stderr")"; drill_end kill; return; }
@@ -645,7 +654,7 @@ drill_storm() {
   storm run -n "$STORM_NS" --rate "$rate" --duration "${secs}s" --workers 64 --log "$d/truth.tsv" > "$d/run.json" 2> "$d/run.log"
   local storm_end; storm_end=$(now_ms)
   local produced; produced=$(jq .terminations_produced "$d/run.json" 2>/dev/null || echo 0)
-  info "storm: generator: $(jq -r '"\(.terminations_produced) terminations (\(.by_reason | tostring)) in \(.duration_seconds | . * 10 | floor / 10) s = \(.rate_achieved | . * 10 | floor / 10)/s (target \(.target_rate)), restartCount +\(.restart_count_increase), exact \(.exact), patch p50 \(.patch_latency_ms.p50) ms p99 \(.patch_latency_ms.p99) ms"' "$d/run.json" 2>/dev/null || tail -n1 "$d/run.log")"
+  info "storm: generator: $(jq -r '"\(.terminations_produced) terminations (\(.by_reason | tostring)) in \(.duration_seconds | . * 10 | floor / 10) s = \(.rate_achieved | . * 10 | floor / 10)/s (target \(.target_rate)), ended runs +\(.ended_runs_increase), restartCount +\(.restart_count_increase) for \(.restarts_to_running) restarts, exact \(.exact), patch p50 \(.patch_latency_ms.p50) ms p99 \(.patch_latency_ms.p99) ms"' "$d/run.json" 2>/dev/null || tail -n1 "$d/run.log")"
   local drained=1
   wait_until 600 counter_is storm "$produced" || drained=0
   wait_settled storm 600 || drained=0
@@ -656,7 +665,7 @@ drill_storm() {
   snapshot "$STORM_NS" > "$d/s1.tsv"
   local want got; want=$(increase "$d/s0.tsv" "$d/s1.tsv"); got=$(restarts storm)
   [[ $got == "$want" && $want == "$produced" ]]
-  check $? "storm: counter total $got == restartCount increase $want == terminations produced $produced ($(restarts storm 'reason="Unobserved"') Unobserved)"
+  check $? "storm: counter total $got == ended runs' increase $want == terminations produced $produced ($(restarts storm 'reason="Unobserved"') Unobserved)"
   local start_rss peak_rss end_rss
   start_rss=$(awk -F'\t' 'NR == 1 {print int($2 / 1024)}' "$d/samples.tsv")
   peak_rss=$(awk -F'\t' '$2 > m {m = $2} END {print int(m / 1024)}' "$d/samples.tsv")

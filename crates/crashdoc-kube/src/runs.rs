@@ -31,6 +31,22 @@
 //! = the crash; `logs` reads the next run. What a request serves only ever
 //! moves to later runs, so a request that resolves to the same container ID
 //! before and after a read was served from that container.
+//!
+//! A run is numbered by the restart count of its container: the kubelet
+//! gives a new container the newest one's restart count plus one when it
+//! creates it (`pkg/kubelet/kuberuntime/kuberuntime_container.go`
+//! `startContainer`: `restartCount = containerStatus.RestartCount + 1`), and
+//! the status' `restartCount` is the newest container's. So the three views
+//! of run N's crash read:
+//!
+//! | view | `state` | `restartCount` | `lastState.terminated` |
+//! |---|---|---|---|
+//! | right after the exit | `terminated` = run N | N | run N-1 |
+//! | in the back-off | `waiting` (`CrashLoopBackOff`) | N | run N |
+//! | the next run started | `running` = run N+1 | N+1 | run N |
+//!
+//! `lastState`'s run is `restartCount - 1` only where the status shows a
+//! newer container ([`last_state_run`]).
 
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod, PodStatus};
 
@@ -166,8 +182,8 @@ pub struct Run {
     /// The runtime's container ID (`containerd://…`): the run's identity.
     pub container_id: Option<String>,
     /// The restart count the termination is known by (`crashdoc watch`'s
-    /// key: `restartCount` in `state.terminated`, `restartCount - 1` in
-    /// `lastState`): the identity where there is no container ID.
+    /// key, the run's `N`: [`terminated_run`], [`last_state_run`]): the
+    /// identity where there is no container ID.
     pub restart_count: Option<i32>,
     /// `finishedAt`, RFC 3339.
     pub finished_at: Option<String>,
@@ -201,20 +217,100 @@ impl Run {
     }
 }
 
-/// The ended runs a container status shows, with their slots:
-/// `state.terminated` (restart count `restartCount`), then
-/// `lastState.terminated` (`restartCount - 1`, at least 0), as
-/// `crashdoc watch`'s tracker numbers them.
+/// Whether the kubelet made this termination up for a container the
+/// runtime no longer reports: no container ID, reason
+/// `ContainerStatusUnknown` (or `RestartingAllContainers`). It then counts
+/// the lost run as a restart itself, so `restartCount` is already one past
+/// that run (kubernetes v1.36.3 `pkg/kubelet/kubelet_pods.go`
+/// `convertToAPIContainerStatuses`: `status.RestartCount =
+/// oldStatus.RestartCount + 1` for a running container the runtime reports
+/// as unknown, `status.RestartCount += 1` for one it no longer lists).
+fn synthesized(t: &ContainerStateTerminated) -> bool {
+    nonempty(t.container_id.as_ref()).is_none()
+        && matches!(
+            t.reason.as_deref(),
+            Some("ContainerStatusUnknown" | "RestartingAllContainers")
+        )
+}
+
+/// The run `state.terminated` shows (its `N`): the newest container, so
+/// `restartCount`; one less for a termination the kubelet made up
+/// ([`synthesized`]). `None`: not terminated.
+pub fn terminated_run(cs: &ContainerStatus) -> Option<i32> {
+    let t = cs.state.as_ref()?.terminated.as_ref()?;
+    let rc = cs.restart_count;
+    Some(if synthesized(t) { (rc - 1).max(0) } else { rc })
+}
+
+/// The run `lastState.terminated` shows (its `N`). `lastState` is the
+/// second newest container where the status shows a newer one, the newest
+/// where it does not (`if status.State.Terminated != nil {
+/// status.LastTerminationState = status.State }` when the back-off turns
+/// `state` into `waiting`, kubernetes v1.36.3 `pkg/kubelet/kubelet_pods.go`
+/// `convertToAPIContainerStatuses`):
+///
+/// - `state.terminated`: the run before that one;
+/// - `state.running`: `restartCount - 1`;
+/// - `state.waiting` (or no state): `restartCount` (the back-off view),
+///   unless the status' `containerID` names another container than
+///   `lastState`'s (a container created and not started yet, its
+///   `restartCount` already counted: `restartCount - 1`), or the kubelet
+///   made the termination up ([`synthesized`], `restartCount - 1`).
+///
+/// `None`: no `lastState.terminated`.
+pub fn last_state_run(cs: &ContainerStatus) -> Option<i32> {
+    let t = cs.last_state.as_ref()?.terminated.as_ref()?;
+    let rc = cs.restart_count;
+    let state = cs.state.as_ref();
+    let n = if let Some(n) = terminated_run(cs) {
+        n - 1
+    } else if state.is_some_and(|s| s.running.is_some()) || synthesized(t) {
+        rc - 1
+    } else {
+        match (
+            nonempty(cs.container_id.as_ref()),
+            nonempty(t.container_id.as_ref()),
+        ) {
+            (Some(current), Some(last)) if current != last => rc - 1,
+            _ => rc,
+        }
+    };
+    Some(n.max(0))
+}
+
+/// The last run a status that shows no termination has seen end (`-1`:
+/// none), the baseline of a container first seen that way: a back-off
+/// (`CrashLoopBackOff`) is for the newest container, which ended, so
+/// `restartCount`; else (running, creating, pulling, ...) `restartCount - 1`.
+pub fn ended_through(cs: &ContainerStatus) -> i32 {
+    let back_off = cs
+        .state
+        .as_ref()
+        .and_then(|s| s.waiting.as_ref())
+        .is_some_and(|w| w.reason.as_deref() == Some("CrashLoopBackOff"));
+    if back_off {
+        cs.restart_count
+    } else {
+        cs.restart_count - 1
+    }
+}
+
+/// The ended runs a container status shows, with their slots and their
+/// `N` ([`terminated_run`], [`last_state_run`]), as `crashdoc watch`'s
+/// tracker numbers them: `state.terminated`, then `lastState.terminated`.
 pub fn ended_runs(cs: &ContainerStatus) -> Vec<(Slot, Run)> {
     let mut out = Vec::new();
-    if let Some(t) = cs.state.as_ref().and_then(|s| s.terminated.as_ref()) {
-        out.push((Slot::Terminated, Run::of(t, cs.restart_count)));
+    if let (Some(t), Some(n)) = (
+        cs.state.as_ref().and_then(|s| s.terminated.as_ref()),
+        terminated_run(cs),
+    ) {
+        out.push((Slot::Terminated, Run::of(t, n)));
     }
-    if let Some(t) = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref()) {
-        out.push((
-            Slot::LastTerminated,
-            Run::of(t, (cs.restart_count - 1).max(0)),
-        ));
+    if let (Some(t), Some(n)) = (
+        cs.last_state.as_ref().and_then(|s| s.terminated.as_ref()),
+        last_state_run(cs),
+    ) {
+        out.push((Slot::LastTerminated, Run::of(t, n)));
     }
     out
 }
@@ -367,7 +463,8 @@ mod tests {
         }
     }
 
-    /// Right after the crash of run B (restartCount 3, not yet incremented):
+    /// Right after the crash of run B (restartCount 3, B's own: the kubelet
+    /// counts the restart when it creates the next container):
     /// `state.terminated` is B, `lastState` the run A before it.
     fn just_crashed() -> Pod {
         app(
@@ -414,9 +511,11 @@ mod tests {
             );
         }
         assert_eq!(reading(st(&p), "app", &run(B)), request(true, B));
+        let t = last_termination(&p, "app").unwrap();
         assert_eq!(
-            last_termination(&p, "app").unwrap().container_id.as_deref(),
-            Some(B)
+            (t.container_id.as_deref(), t.restart_count),
+            (Some(B), Some(3)),
+            "restartCount is the crashed run's until the next run starts"
         );
         // Near miss: the run before the crash is gone from the status.
         assert_eq!(reading(st(&p), "app", &run(A)), Reading::Gone);
@@ -470,6 +569,120 @@ mod tests {
             term(B, 1, "2026-11-29T10:00:00Z"),
         );
         assert_eq!(served(st(&p), "app", false), Err(Refused::RunningWithoutId));
+    }
+
+    fn status(p: &Pod) -> &ContainerStatus {
+        &st(p).container_statuses.as_ref().unwrap()[0]
+    }
+
+    fn numbers(p: &Pod) -> Vec<(Slot, Option<String>, Option<i32>)> {
+        ended_runs(status(p))
+            .into_iter()
+            .map(|(slot, r)| (slot, r.container_id, r.restart_count))
+            .collect()
+    }
+
+    #[test]
+    fn a_run_has_the_same_number_in_the_three_views_of_its_crash() {
+        // Run B is the container created with restartCount 3.
+        let b = |slot| (slot, Some(B.to_string()), Some(3));
+        // Right after the exit: state.terminated = B, lastState = A (2).
+        assert_eq!(
+            numbers(&just_crashed()),
+            vec![
+                b(Slot::Terminated),
+                (Slot::LastTerminated, Some(A.into()), Some(2))
+            ]
+        );
+        // In the back-off: restartCount still 3, lastState = B.
+        let waiting = app(
+            3,
+            B,
+            json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            term(B, 1, "2026-11-29T10:00:00Z"),
+        );
+        assert_eq!(numbers(&waiting), vec![b(Slot::LastTerminated)]);
+        // The next run C started: restartCount 4, lastState = B.
+        let running = app(
+            4,
+            C,
+            json!({"running": {}}),
+            term(B, 1, "2026-11-29T10:00:00Z"),
+        );
+        assert_eq!(numbers(&running), vec![b(Slot::LastTerminated)]);
+        // Near miss: C created but not started (`waiting` without a reason,
+        // the status' containerID already C's, restartCount 4): B is 3.
+        let created = app(
+            4,
+            C,
+            json!({"waiting": {}}),
+            term(B, 1, "2026-11-29T10:00:00Z"),
+        );
+        assert_eq!(numbers(&created), vec![b(Slot::LastTerminated)]);
+        // Near miss: a waiting status without container IDs is the
+        // back-off view.
+        let bare = app(
+            3,
+            "",
+            json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            term("", 1, "2026-11-29T10:00:00Z"),
+        );
+        assert_eq!(numbers(&bare), vec![(Slot::LastTerminated, None, Some(3))]);
+    }
+
+    #[test]
+    fn a_termination_the_kubelet_made_up_was_already_counted_as_a_restart() {
+        let unknown = json!({"terminated": {"exitCode": 137, "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated"}});
+        // Run B (3) was running and the runtime lost it: restartCount 4.
+        let p = app(4, B, unknown.clone(), term(A, 1, "2026-11-29T09:58:00Z"));
+        assert_eq!(
+            numbers(&p),
+            vec![
+                (Slot::Terminated, None, Some(3)),
+                (Slot::LastTerminated, Some(A.into()), Some(2))
+            ]
+        );
+        // The same as lastState of the default waiting state.
+        let p = app(
+            4,
+            "",
+            json!({"waiting": {"reason": "ContainerCreating"}}),
+            unknown,
+        );
+        assert_eq!(numbers(&p), vec![(Slot::LastTerminated, None, Some(3))]);
+        // Near miss: an ordinary termination without an ID is not made up.
+        let p = app(
+            3,
+            "",
+            json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            term("", 137, "2026-11-29T10:00:00Z"),
+        );
+        assert_eq!(numbers(&p), vec![(Slot::LastTerminated, None, Some(3))]);
+    }
+
+    #[test]
+    fn a_status_without_a_termination_has_seen_runs_end_only_in_a_back_off() {
+        let through = |rc: i32, state: Value| ended_through(status(&app(rc, "", state, json!({}))));
+        // Running run 2: runs 0 and 1 ended.
+        assert_eq!(through(2, json!({"running": {}})), 1);
+        // Backing off run 2 (its lastState gone): run 2 ended too.
+        assert_eq!(
+            through(2, json!({"waiting": {"reason": "CrashLoopBackOff"}})),
+            2
+        );
+        // Near miss: creating, pulling, a config error: nothing ran yet.
+        for reason in [
+            "ContainerCreating",
+            "ImagePullBackOff",
+            "CreateContainerConfigError",
+        ] {
+            assert_eq!(
+                through(0, json!({"waiting": {"reason": reason}})),
+                -1,
+                "{reason}"
+            );
+        }
     }
 
     #[test]

@@ -22,8 +22,9 @@ const NODE: &str = "/api/v1/nodes/node-1";
 /// The watch of the pods (tests/common routes it apart from their list).
 const WATCH: &str = "/api/v1/namespaces/shop/pods?watch";
 
-/// A bare pod (no owner, volumes or references) whose container was
-/// OOM-killed `restarts` times, the last finishing at `finished`.
+/// A bare pod (no owner, volumes or references) whose container's run
+/// `restarts` was OOM-killed, finishing at `finished`, as the back-off
+/// shows it (`restartCount` the crashed run's, lastState that run).
 fn pod(restarts: i32, finished: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -344,8 +345,8 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
     let db = dir.path().join("history.redb");
     let summary = watch(&m, &db, 2, 2).await;
 
-    // Restarts 4 and 5 happened while the watch was broken: 5 is seen in
-    // the re-list's status, 4 is counted as unobserved; 3 was the baseline.
+    // Runs 4 and 5 crashed while the watch was broken: 5 is seen in the
+    // re-list's status, 4 is counted as unobserved; 3 was the baseline.
     assert_eq!(summary.terminations, 1);
     assert_eq!(summary.unobserved, 1);
     assert_eq!(summary.captures, 1);

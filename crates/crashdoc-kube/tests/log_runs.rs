@@ -70,7 +70,7 @@ struct Phase {
     previous: Option<&'static str>,
 }
 
-/// B just crashed (restartCount 3 not yet incremented).
+/// B just crashed (restartCount 3, B's own; it becomes 4 when C is created).
 fn just_crashed(at: &str, before: &str) -> Phase {
     Phase {
         pod: pod(3, B, ended(B, at), ended(A, before)),
@@ -526,13 +526,40 @@ async fn watched_crash_as(
     moves: Moves,
 ) -> (crashdoc_history::Record, Option<Vec<u8>>) {
     let (before, during) = before_and_during();
+    watched(&before, just_crashed(&during, &before), after, logs, moves).await
+}
+
+/// B backing off after its crash: `restartCount` still 3 (the kubelet
+/// counts the restart when it creates the next container), lastState B.
+fn backing_off(at: &str) -> Phase {
+    Phase {
+        pod: pod(
+            3,
+            B,
+            json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            ended(B, at),
+        ),
+        logs: Some(OUT_B),
+        previous: Some(OUT_B),
+    }
+}
+
+/// The watch sees B running (restartCount 3, A's crash an hour old in
+/// lastState), then `crashed` as a watch event; by the time its capture
+/// reads the logs the kubelet shows `after`.
+async fn watched(
+    before: &str,
+    crashed: Phase,
+    after: Phase,
+    logs: usize,
+    moves: Moves,
+) -> (crashdoc_history::Record, Option<Vec<u8>>) {
     let running_b = pod(
         3,
         B,
         json!({"running": {"startedAt": before}}),
-        ended(A, &before),
+        ended(A, before),
     );
-    let crashed = just_crashed(&during, &before);
     let mut at_event = crashed.pod.clone();
     at_event["metadata"]["resourceVersion"] = json!("11");
     let k = Kubelet::new(vec![crashed, after], moves);
@@ -651,6 +678,33 @@ async fn near_miss_a_watched_crash_in_its_back_off_is_read_from_logs() {
     assert_eq!(logs.file.as_deref(), Some("logs.web.txt"));
     let logs = stored_logs(&bundle.expect("a bundle"));
     assert_eq!(stored(&logs, "logs.web.txt").map(|(_, t)| t), Some(OUT_B));
+}
+
+/// The watch never sees B's `state.terminated`: the first update after
+/// B ran is the back-off (`restartCount` 3, lastState B). That is run 3,
+/// not run 2 (A's crash, the baseline of the list): captured, keyed 3.
+#[tokio::test]
+async fn a_watched_crash_first_seen_in_the_back_off_is_keyed_by_its_own_run() {
+    let (before, during) = before_and_during();
+    let (record, bundle) = watched(
+        &before,
+        backing_off(&during),
+        restarted(&during),
+        1,
+        Moves::AtFirstLog,
+    )
+    .await;
+    let c = &record.capture;
+    assert_eq!(c.key.restart_count, 3);
+    let logs = c.logs.as_ref().expect("which run the logs came from");
+    assert_eq!(logs.target.as_deref(), Some(B));
+    assert_eq!(logs.matched, Some(true));
+    assert_eq!(logs.file.as_deref(), Some("logs-previous.web.txt"));
+    let logs = stored_logs(&bundle.expect("a bundle"));
+    assert_eq!(
+        stored(&logs, "logs-previous.web.txt"),
+        Some((LogKind::Previous, OUT_B))
+    );
 }
 
 #[tokio::test]

@@ -335,13 +335,21 @@ mod tests {
         s.parse().unwrap()
     }
 
-    /// A Deployment's pod whose container `app` restarted `restarts` times,
-    /// the last termination finishing at `finished`.
-    fn pod(uid: &str, restarts: i32, finished: &str) -> Box<Pod> {
-        let last = if restarts > 0 {
-            json!({"terminated": {"exitCode": 137, "reason": "OOMKilled", "finishedAt": finished}})
+    /// A Deployment's pod whose container `app` crashed `crashes` times,
+    /// the last termination (run `crashes - 1`) finishing at `finished`, as
+    /// the kubelet shows it in the back-off: `state.waiting`,
+    /// `restartCount` the crashed run's, `lastState` = that run. No crash
+    /// yet: run 0 running.
+    fn pod(uid: &str, crashes: i32, finished: &str) -> Box<Pod> {
+        let status = if crashes > 0 {
+            json!({"name": "app", "image": "x", "imageID": "", "ready": false,
+                "restartCount": crashes - 1,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                    "finishedAt": finished}}})
         } else {
-            json!({})
+            json!({"name": "app", "image": "x", "imageID": "", "ready": true,
+                "restartCount": 0, "state": {"running": {}}})
         };
         Box::new(
             serde_json::from_value(json!({
@@ -350,10 +358,7 @@ mod tests {
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
                         "name": "web-7d9f", "uid": "rs1", "controller": true}]},
                 "spec": {"containers": [{"name": "app"}], "nodeName": "n1"},
-                "status": {"containerStatuses": [{"name": "app", "image": "x", "imageID": "",
-                    "ready": false, "restartCount": restarts,
-                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                    "lastState": last}]}
+                "status": {"containerStatuses": [status]}
             }))
             .unwrap(),
         )
@@ -423,7 +428,7 @@ mod tests {
         let mut st = State::new(None, true);
         listed(&mut st, vec![pod("a", 1, T0)]);
         let out = on_event(&mut st, Event::Apply(pod("a", 4, T0)));
-        // restart 3's termination is shown; 1 and 2 were not.
+        // run 3's termination is shown; runs 1 and 2 were not.
         assert_eq!(captures(&out), vec![("a".to_string(), 3)]);
         let unobserved: Vec<u32> = out
             .iter()

@@ -5,19 +5,34 @@
 //! reported yet.
 //!
 //! A termination's identity is `(pod uid, container, N)`, where `N` is the
-//! container's restart count *at the time it terminated*: `restartCount`
-//! while `state.terminated` is set, `restartCount - 1` once the kubelet has
-//! restarted it and the termination moved to `lastState.terminated`. Both
-//! views of the same termination map to the same `N`, so the order and
-//! number of updates the watch delivers do not matter.
+//! restart count the kubelet gave the container that terminated when it
+//! created it: a new container gets the newest one's count plus one
+//! (kubernetes v1.36.3 `pkg/kubelet/kuberuntime/kuberuntime_container.go`
+//! `startContainer`), and `restartCount` is the newest container's
+//! (`pkg/kubelet/kubelet_pods.go` `convertToAPIContainerStatuses`). So the
+//! kubelet shows run N's crash three ways:
+//!
+//! - right after the exit: `state.terminated` = run N, `restartCount` N;
+//! - once a sync falls in the back-off: `state.waiting` `CrashLoopBackOff`,
+//!   `restartCount` still N, `lastState.terminated` = run N;
+//! - once run N+1 started: `state.running`, `restartCount` N+1,
+//!   `lastState.terminated` = run N.
+//!
+//! `lastState`'s run is `restartCount - 1` only where the status shows a
+//! newer container ([`crashdoc_kube::runs::last_state_run`]); and a
+//! termination whose `containerID` is the one recorded for the run last
+//! reported is that run, whatever the counts say. All views of the same
+//! termination map to the same `N`, so the order and number of updates the
+//! watch delivers do not matter.
 //!
 //! The kubelet keeps only the last termination. When `N` jumps by more than
 //! one between two sightings (the watch expired with 410 Gone and re-listed,
 //! crashdoc was down, an update was coalesced), the terminations in between
 //! cannot be read any more; they are reported as [`Seen::Unobserved`] so that
-//! the restart counters still add up to the restart count's increase.
+//! the restart counters still add up to the number of runs that ended.
 
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use crashdoc_kube::runs;
+use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod};
 use std::collections::{HashMap, HashSet};
 
 /// `(pod uid, container)`.
@@ -83,12 +98,22 @@ pub fn workload_of(pod: &Pod) -> Option<(String, String)> {
     Some((owner.kind.clone(), owner.name.clone()))
 }
 
+/// The last run of a container the tracker knows of.
+#[derive(Debug, Clone, PartialEq)]
+struct Last {
+    /// Its `N`: the highest reported, known from the history, or the last
+    /// run a container first seen without a termination had seen end
+    /// ([`runs::ended_through`], -1: none).
+    n: i32,
+    /// Its container ID, when a termination of it was seen with one.
+    container_id: Option<String>,
+}
+
 /// Remembers, per container, the last termination reported.
 #[derive(Debug, Default)]
 pub struct Tracker {
-    /// Highest `N` reported (or known from the history, or -1 + the restart
-    /// count of a container first seen without a termination) per container.
-    last: HashMap<ContainerId, i32>,
+    /// The last run known per container.
+    last: HashMap<ContainerId, Last>,
     /// Terminations that finished before this instant, on containers the
     /// tracker has no baseline for, are history: not reported (another
     /// replica or an earlier run may have). `None`: report them. Compared
@@ -111,8 +136,16 @@ impl Tracker {
 
     /// Seed the baseline of a container (from the history database).
     pub fn seed(&mut self, id: ContainerId, n: i32) {
-        let e = self.last.entry(id).or_insert(n);
-        *e = (*e).max(n);
+        let e = self.last.entry(id).or_insert(Last {
+            n,
+            container_id: None,
+        });
+        if n > e.n {
+            *e = Last {
+                n,
+                container_id: None,
+            };
+        }
     }
 
     /// The baselines set since the last call — containers first seen
@@ -176,18 +209,24 @@ impl Tracker {
         ];
         for (statuses, init) in groups {
             for cs in statuses.into_iter().flatten() {
-                let Some(t) = terminated(cs) else {
+                let id = (uid.to_string(), cs.name.clone());
+                let Some((n, state)) = terminated(cs, self.last.get(&id)) else {
                     // Seen without a termination: every later one is new,
                     // judged by its restart count, never by its time.
-                    let id = (uid.to_string(), cs.name.clone());
                     if !self.last.contains_key(&id) {
-                        self.fresh
-                            .push((id.0.clone(), id.1.clone(), cs.restart_count - 1));
-                        self.last.insert(id, cs.restart_count - 1);
+                        let n = runs::ended_through(cs);
+                        self.fresh.push((id.0.clone(), id.1.clone(), n));
+                        self.last.insert(
+                            id,
+                            Last {
+                                n,
+                                container_id: None,
+                            },
+                        );
                     }
                     continue;
                 };
-                let (n, state) = t;
+                let container_id = state.container_id.clone().filter(|id| !id.is_empty());
                 // Exit 0 is a crash only where the container is meant to keep
                 // running: app containers under restartPolicy Always, and
                 // native sidecars. An init container or a Job's container
@@ -200,9 +239,8 @@ impl Tracker {
                 if state.exit_code == 0 && !keeps_running {
                     continue;
                 }
-                let id = (uid.to_string(), cs.name.clone());
                 let finished_at = state.finished_at.as_ref().and_then(|t| timestamp(&t.0));
-                match self.last.get(&id).copied() {
+                match self.last.get(&id).map(|l| l.n) {
                     Some(last) if n <= last => continue,
                     Some(last) => {
                         let gap = n - last - 1;
@@ -222,12 +260,18 @@ impl Tracker {
                         {
                             // Known only from before we started: a baseline.
                             self.fresh.push((id.0.clone(), id.1.clone(), n));
-                            self.last.insert(id, n);
+                            self.last.insert(id, Last { n, container_id });
                             continue;
                         }
                     }
                 }
-                self.last.insert(id, n);
+                self.last.insert(
+                    id,
+                    Last {
+                        n,
+                        container_id: container_id.clone(),
+                    },
+                );
                 out.push(Seen::Terminated(Termination {
                     namespace: namespace.clone(),
                     pod: name.clone(),
@@ -240,7 +284,7 @@ impl Tracker {
                     finished_at,
                     message: state.message.clone(),
                     init,
-                    container_id: state.container_id.clone().filter(|id| !id.is_empty()),
+                    container_id,
                 }));
             }
         }
@@ -253,15 +297,25 @@ fn timestamp(t: &k8s_openapi::jiff::Timestamp) -> Option<jiff::Timestamp> {
     jiff::Timestamp::from_nanosecond(t.as_nanosecond()).ok()
 }
 
-/// The termination a container status shows, with its `N`.
-fn terminated(
-    cs: &ContainerStatus,
-) -> Option<(i32, &k8s_openapi::api::core::v1::ContainerStateTerminated)> {
+/// The termination a container status shows, with its `N`:
+/// `state.terminated`, else `lastState.terminated`, numbered as
+/// [`runs::terminated_run`] and [`runs::last_state_run`] say, except that a
+/// termination with the container ID recorded for the last run `known` is
+/// that run.
+fn terminated<'a>(
+    cs: &'a ContainerStatus,
+    known: Option<&Last>,
+) -> Option<(i32, &'a ContainerStateTerminated)> {
+    let recorded = |t: &ContainerStateTerminated| {
+        let known = known?;
+        let id = t.container_id.as_deref().filter(|id| !id.is_empty())?;
+        (known.container_id.as_deref() == Some(id)).then_some(known.n)
+    };
     if let Some(t) = cs.state.as_ref().and_then(|s| s.terminated.as_ref()) {
-        return Some((cs.restart_count, t));
+        return Some((recorded(t).or(runs::terminated_run(cs))?, t));
     }
-    let t = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref())?;
-    Some(((cs.restart_count - 1).max(0), t))
+    let t = cs.last_state.as_ref()?.terminated.as_ref()?;
+    Some((recorded(t).or(runs::last_state_run(cs))?, t))
 }
 
 #[cfg(test)]
@@ -281,19 +335,46 @@ mod tests {
         .unwrap()
     }
 
-    fn crashed(restarts: i32, reason: &str, code: i32) -> serde_json::Value {
-        json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
-            "restartCount": restarts,
-            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-            "lastState": {"terminated": {"exitCode": code, "reason": reason,
-                "finishedAt": "2026-11-29T10:00:00Z"}}}])
+    /// The container ID of run `n` (the container created with restart count `n`).
+    fn cid(n: i32) -> String {
+        format!("containerd://run{n}")
     }
 
-    fn terminated_now(restarts: i32, code: i32) -> serde_json::Value {
+    fn term(n: i32, reason: &str, code: i32) -> serde_json::Value {
+        json!({"terminated": {"exitCode": code, "reason": reason, "containerID": cid(n),
+            "finishedAt": "2026-11-29T10:00:00Z"}})
+    }
+
+    /// Run `n` crashed and a sync fell in the back-off: `state.waiting`,
+    /// `restartCount` still `n`, `lastState` = run `n` (the status keeps
+    /// run `n`'s container ID).
+    fn crashed(n: i32, reason: &str, code: i32) -> serde_json::Value {
         json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
-            "restartCount": restarts,
-            "state": {"terminated": {"exitCode": code, "reason": "Error",
-                "finishedAt": "2026-11-29T10:00:00Z"}}}])
+            "restartCount": n, "containerID": cid(n),
+            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+            "lastState": term(n, reason, code)}])
+    }
+
+    /// Right after run `n` exited: `state.terminated` = run `n`,
+    /// `restartCount` `n`, `lastState` = run `n - 1`.
+    fn terminated_now(n: i32, code: i32) -> serde_json::Value {
+        let last = if n > 0 {
+            term(n - 1, "Error", 1)
+        } else {
+            json!({})
+        };
+        json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
+            "restartCount": n, "containerID": cid(n),
+            "state": term(n, "Error", code), "lastState": last}])
+    }
+
+    /// Run `n + 1` started after run `n` crashed: `state.running`,
+    /// `restartCount` `n + 1`, `lastState` = run `n`.
+    fn restarted(n: i32) -> serde_json::Value {
+        json!([{"name": "app", "image": "x", "imageID": "", "ready": true,
+            "restartCount": n + 1, "containerID": cid(n + 1),
+            "state": {"running": {"startedAt": "2026-11-29T10:00:10Z"}},
+            "lastState": term(n, "Error", 1)}])
     }
 
     fn terms(seen: &[Seen]) -> Vec<(String, i32)> {
@@ -306,19 +387,199 @@ mod tests {
     }
 
     #[test]
-    fn one_termination_in_both_views_is_reported_once() {
+    fn one_termination_in_all_three_views_is_reported_once() {
         let mut t = Tracker::new(None);
-        // The container just died (restartCount 2, state terminated) ...
+        // Run 2 just died (state terminated, restartCount 2) ...
         let a = t.observe(&pod("u1", terminated_now(2, 1)));
         assert_eq!(terms(&a), vec![("app".into(), 2)]);
-        // ... then the kubelet restarts it: the same termination in lastState.
-        let b = t.observe(&pod("u1", crashed(3, "Error", 1)));
+        // ... a sync falls in the back-off: the same run in lastState, the
+        // restart count unchanged ...
+        let b = t.observe(&pod("u1", crashed(2, "Error", 1)));
         assert!(b.is_empty(), "{b:?}");
+        // ... then run 3 starts: the same termination, restartCount 3.
+        assert!(t.observe(&pod("u1", restarted(2))).is_empty());
         // The same update delivered again (a re-list) changes nothing.
-        assert!(t.observe(&pod("u1", crashed(3, "Error", 1))).is_empty());
-        // The next crash is new.
-        let c = t.observe(&pod("u1", crashed(4, "OOMKilled", 137)));
+        assert!(t.observe(&pod("u1", restarted(2))).is_empty());
+        // The next crash is new: run 3.
+        let c = t.observe(&pod("u1", crashed(3, "OOMKilled", 137)));
         assert_eq!(terms(&c), vec![("app".into(), 3)]);
+        assert!(t.observe(&pod("u1", restarted(3))).is_empty());
+    }
+
+    #[test]
+    fn the_exit_view_is_the_run_of_the_restart_count() {
+        let mut t = Tracker::new(None);
+        assert_eq!(
+            terms(&t.observe(&pod("u1", terminated_now(2, 1)))),
+            vec![("app".into(), 2)]
+        );
+        // Near miss: the next run's exit is new, and not one of the runs
+        // between (there are none).
+        let seen = t.observe(&pod("u1", terminated_now(3, 1)));
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(terms(&seen), vec![("app".into(), 3)]);
+    }
+
+    #[test]
+    fn the_back_off_view_is_the_run_of_the_restart_count_not_the_one_before() {
+        let mut t = Tracker::new(None);
+        assert_eq!(
+            terms(&t.observe(&pod("u1", crashed(2, "Error", 1)))),
+            vec![("app".into(), 2)]
+        );
+        // The next run's exit seen only in the back-off: run 3, with nothing
+        // unobserved in between (numbered 2 it would be swallowed as run 2).
+        let seen = t.observe(&pod("u1", crashed(3, "Error", 1)));
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(terms(&seen), vec![("app".into(), 3)]);
+        // Near miss: the exit view of run 3 after it is the same run.
+        assert!(t.observe(&pod("u1", terminated_now(3, 1))).is_empty());
+    }
+
+    #[test]
+    fn the_next_run_view_is_the_run_before_the_restart_count() {
+        let mut t = Tracker::new(None);
+        // Run 3 runs, run 2 in lastState: run 2.
+        assert_eq!(
+            terms(&t.observe(&pod("u1", restarted(2)))),
+            vec![("app".into(), 2)]
+        );
+        // Near miss: run 3 backing off after it is a new termination, run 3.
+        assert_eq!(
+            terms(&t.observe(&pod("u1", crashed(3, "Error", 1)))),
+            vec![("app".into(), 3)]
+        );
+        // Near miss: a container created and not started yet (waiting
+        // without a reason, the status' containerID the new container's,
+        // restartCount already 4): lastState is still run 3.
+        let created = json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
+            "restartCount": 4, "containerID": cid(4), "state": {"waiting": {}},
+            "lastState": term(3, "Error", 1)}]);
+        assert!(t.observe(&pod("u1", created)).is_empty());
+    }
+
+    #[test]
+    fn a_termination_with_the_recorded_container_id_is_the_recorded_run() {
+        let mut t = Tracker::new(None);
+        assert_eq!(
+            terms(&t.observe(&pod("u1", terminated_now(2, 1)))),
+            vec![("app".into(), 2)]
+        );
+        // A status with run 2's container ID in lastState but counts that
+        // do not fit it (restartCount 4, running: by the counts run 3, a
+        // new one): the recorded ID decides, it is run 2, reported already.
+        let odd = json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
+            "restartCount": 4, "state": {"running": {}},
+            "lastState": term(2, "Error", 1)}]);
+        assert!(t.observe(&pod("u1", odd)).is_empty());
+        // Near miss: another container ID in the same place is another run,
+        // numbered by the counts (restartCount 4, running: run 3).
+        let other = json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
+            "restartCount": 4, "state": {"running": {}},
+            "lastState": term(3, "Error", 1)}]);
+        assert_eq!(
+            terms(&t.observe(&pod("u1", other))),
+            vec![("app".into(), 3)]
+        );
+    }
+
+    #[test]
+    fn a_container_seen_without_a_termination_has_the_last_ended_run_as_baseline() {
+        let mut t = Tracker::new(None);
+        let status = |uid: &str, rc: i32, state: serde_json::Value| {
+            pod(
+                uid,
+                json!([{"name": "app", "image": "x", "imageID": "", "ready": false,
+                    "restartCount": rc, "state": state}]),
+            )
+        };
+        // Running run 2 (lastState gone): runs 0 and 1 ended.
+        assert!(
+            t.observe(&status("u1", 2, json!({"running": {}})))
+                .is_empty()
+        );
+        // Backing off run 2 without a lastState: run 2 ended too.
+        let back_off = json!({"waiting": {"reason": "CrashLoopBackOff"}});
+        assert!(t.observe(&status("u2", 2, back_off)).is_empty());
+        // Creating run 0: nothing ended.
+        let creating = json!({"waiting": {"reason": "ContainerCreating"}});
+        assert!(t.observe(&status("u3", 0, creating)).is_empty());
+        let mut fresh = t.take_fresh();
+        fresh.sort();
+        assert_eq!(
+            fresh,
+            vec![
+                ("u1".into(), "app".into(), 1),
+                ("u2".into(), "app".into(), 2),
+                ("u3".into(), "app".into(), -1)
+            ]
+        );
+        // The runs after each baseline are new ...
+        assert_eq!(
+            terms(&t.observe(&pod("u1", crashed(2, "Error", 1)))),
+            vec![("app".into(), 2)]
+        );
+        // (the run the back-off baseline saw end is not new when it shows)
+        assert!(t.observe(&pod("u2", restarted(2))).is_empty());
+        assert_eq!(
+            terms(&t.observe(&pod("u2", restarted(3)))),
+            vec![("app".into(), 3)]
+        );
+        // ... near miss: the first crash of a container first seen creating
+        // is not taken for an ended run.
+        assert_eq!(
+            terms(&t.observe(&pod("u3", crashed(0, "Error", 1)))),
+            vec![("app".into(), 0)]
+        );
+    }
+
+    #[test]
+    fn a_watch_started_mid_back_off_reports_each_later_crash_once_under_its_own_n() {
+        let since: jiff::Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let at = |mut v: serde_json::Value, slot: &str, when: &str| {
+            v[0][slot]["terminated"]["finishedAt"] = json!(when);
+            v
+        };
+        let mut t = Tracker::new(Some(since));
+        // Started while run 3 backs off (it finished before the start): a
+        // baseline, not a report.
+        assert!(t.observe(&pod("u1", crashed(3, "Error", 1))).is_empty());
+        assert_eq!(t.take_fresh(), vec![("u1".into(), "app".into(), 3)]);
+        // Run 4 starts: run 3 in lastState, restartCount 4: still run 3.
+        assert!(t.observe(&pod("u1", restarted(3))).is_empty());
+        // Run 4 dies: reported once, as 4, in each of its views.
+        let exit = at(terminated_now(4, 1), "state", "2026-11-29T12:00:30Z");
+        assert_eq!(terms(&t.observe(&pod("u1", exit))), vec![("app".into(), 4)]);
+        let back_off = at(crashed(4, "Error", 1), "lastState", "2026-11-29T12:00:30Z");
+        assert!(t.observe(&pod("u1", back_off)).is_empty());
+        assert!(t.observe(&pod("u1", restarted(4))).is_empty());
+        // Near miss: started in the back-off of a crash that finished after
+        // the start: that crash is reported, once, as 3.
+        let mut t = Tracker::new(Some(since));
+        let late = at(crashed(3, "Error", 1), "lastState", "2026-11-29T12:00:05Z");
+        assert_eq!(terms(&t.observe(&pod("u1", late))), vec![("app".into(), 3)]);
+        assert!(t.observe(&pod("u1", restarted(3))).is_empty());
+    }
+
+    #[test]
+    fn a_missed_update_counts_the_runs_between_as_unobserved() {
+        let mut t = Tracker::new(None);
+        assert_eq!(
+            terms(&t.observe(&pod("u1", crashed(2, "Error", 1)))),
+            vec![("app".into(), 2)]
+        );
+        // Runs 3 and 4 ended unseen; the next update shows run 5 running
+        // and run 4 in lastState: run 3 unobserved, run 4 captured.
+        let seen = t.observe(&pod("u1", restarted(4)));
+        assert!(
+            matches!(seen[0], Seen::Unobserved { count: 1, .. }),
+            "{seen:?}"
+        );
+        assert_eq!(terms(&seen), vec![("app".into(), 4)]);
+        // Near miss: run 5 backing off afterwards is one new run, no gap.
+        let seen = t.observe(&pod("u1", crashed(5, "Error", 1)));
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(terms(&seen), vec![("app".into(), 5)]);
     }
 
     #[test]
@@ -365,18 +626,19 @@ mod tests {
         let seen = t.observe(&pod("u1", crashed(5, "Error", 1)));
         assert_eq!(seen.len(), 2);
         assert!(matches!(seen[0], Seen::Unobserved { count: 3, .. }));
-        assert_eq!(terms(&seen), vec![("app".into(), 4)]);
+        assert_eq!(terms(&seen), vec![("app".into(), 5)]);
     }
 
     #[test]
     fn seeded_baseline_resumes_without_duplicates() {
         let mut t = Tracker::new(Some("2026-11-29T12:00:00Z".parse().unwrap()));
         t.seed(("u1".into(), "app".into()), 3);
-        // Recorded before the restart: nothing new.
-        assert!(t.observe(&pod("u1", crashed(4, "Error", 1))).is_empty());
+        // Recorded before the restart: nothing new, in either later view.
+        assert!(t.observe(&pod("u1", crashed(3, "Error", 1))).is_empty());
+        assert!(t.observe(&pod("u1", restarted(3))).is_empty());
         // Two more while crashdoc was down: one unobserved, the last captured,
         // even though it finished before this run started.
-        let seen = t.observe(&pod("u1", crashed(6, "Error", 1)));
+        let seen = t.observe(&pod("u1", crashed(5, "Error", 1)));
         assert!(matches!(seen[0], Seen::Unobserved { count: 1, .. }));
         assert_eq!(terms(&seen), vec![("app".into(), 5)]);
     }
@@ -390,7 +652,7 @@ mod tests {
         later[0]["lastState"]["terminated"]["finishedAt"] = json!("2026-11-29T12:00:05Z");
         assert_eq!(
             terms(&t.observe(&pod("u1", later))),
-            vec![("app".into(), 3)]
+            vec![("app".into(), 4)]
         );
     }
 
@@ -474,7 +736,7 @@ mod tests {
                 "restartCount": 0, "state": {"running": {}}}]),
         );
         assert!(t.observe(&running).is_empty());
-        let mut crashed = crashed(1, "Error", 1);
+        let mut crashed = crashed(0, "Error", 1);
         crashed[0]["lastState"]["terminated"]["finishedAt"] = json!("2026-11-29T12:00:00Z");
         assert_eq!(
             terms(&t.observe(&pod("u1", crashed))),

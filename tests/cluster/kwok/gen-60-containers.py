@@ -198,7 +198,7 @@ containerStatuses:
   containerID: {{ $s.containerID | Quote }}
   ready: false
   started: false
-  restartCount: {{ add $rc 1 }}
+  restartCount: {{ $rc }}
   state:
     waiting:
       reason: CrashLoopBackOff
@@ -228,10 +228,10 @@ containerStatuses:
 - name: {{ $c.name | Quote }}
   image: {{ $s.image | Quote }}
   imageID: {{ $s.imageID | Quote }}
-  containerID: {{ printf "containerd://%s" (sha256sum (print $.metadata.uid $c.name $s.restartCount)) | Quote }}
+  containerID: {{ printf "containerd://%s" (sha256sum (print $.metadata.uid $c.name (add $s.restartCount 1))) | Quote }}
   ready: false
   started: true
-  restartCount: {{ $s.restartCount }}
+  restartCount: {{ add $s.restartCount 1 }}
   state:
     running:
       startedAt: {{ $now | Quote }}
@@ -291,7 +291,8 @@ restart_steps = ""
 for i in range(SLOTS):
     for reason, msg in (("Pulled", 'printf "Container image %q already present on machine and can be accessed by the pod" $c.image'),
                         ("Created", 'print "Container created"'), ("Started", 'print "Container started"')):
-        restart_steps += slot_step(i, restart_cond, event(reason, "Normal", msg, '{{ add $rc 1 }}'))
+        # the start of run rc+1 is the (rc+2)-th
+        restart_steps += slot_step(i, restart_cond, event(reason, "Normal", msg, '{{ add $rc 2 }}'))
 restart_steps += patch(RESTART_STATUS)
 
 header = '''# Scenarios of any shape: each main container, by name, gets its own behaviour
@@ -307,6 +308,7 @@ header = '''# Scenarios of any shape: each main container, by name, gets its own
 #   crashdoc.test/container.<name>.logs                file under scenarios/logs/ for kubectl logs [--previous]
 #   crashdoc.test/container.<name>.run-seconds         crashloop: startedAt..finishedAt of each run
 #   crashdoc.test/restarts: "3"                        restarts of every crashloop container before it settles
+#                                                      (its restartCount then; runs 0..restarts crash)
 #   crashdoc.test/pod-event.<Reason>: <message>        a pod-level Warning event from the kubelet (x4, no
 #                                                      fieldPath), e.g. FailedMount; at most 2, in key order
 #
@@ -317,8 +319,10 @@ header = '''# Scenarios of any shape: each main container, by name, gets its own
 #
 # start (Pending) -> every container: run = running+ready, crashloop = running,
 # waiting = waiting -> crash (every running crashloop container: waiting
-# CrashLoopBackOff, lastState.terminated, restartCount+1; the others unchanged)
-# -> restart (those below crashdoc.test/restarts: running again) -> crash ...
+# CrashLoopBackOff, lastState.terminated = the crashed run, restartCount and
+# containerID unchanged; the others unchanged) -> restart (those whose crashed
+# run is below crashdoc.test/restarts: running again, a new containerID,
+# restartCount+1, as the kubelet counts a container when it creates it) -> crash ...
 '''
 
 doc = header + stage("crashdoc-containers-start",

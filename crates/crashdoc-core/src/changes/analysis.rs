@@ -15,7 +15,7 @@ use super::pods::{self, FirstCrash, PodFacts};
 use super::revisions::{self, GENERATED_LABELS, Revision};
 use super::{Change, ChangeKind, diff_templates};
 use crate::ingest::rollout::{RolloutInput, Sourced};
-use crate::model::{Cite, Pod};
+use crate::model::{Cite, Pod, StateKind};
 use crate::time::parse_timestamp;
 use serde::Serialize;
 
@@ -447,7 +447,12 @@ fn model_first_crash(pod: &Pod) -> Option<FirstCrash> {
                 pod: pod.name.clone().unwrap_or_default(),
                 node: pod.node_name.clone(),
                 restarts: u64::from(c.restarts()),
-                precision: if c.restarts() <= 1 {
+                precision: if pods::last_state_is_first_run(
+                    c.state.as_ref().is_some_and(|s| {
+                        matches!(s.kind, StateKind::Running | StateKind::Terminated)
+                    }),
+                    u64::from(c.restarts()),
+                ) {
                     "exact"
                 } else {
                     "no-later-than"

@@ -139,8 +139,8 @@ pub struct FirstCrash {
     /// RFC 3339.
     pub at: String,
     pub restarts: u64,
-    /// `exact` (the only restart's finishedAt, or the first BackOff or
-    /// Failed event), `no-later-than` (the last of several restarts), or
+    /// `exact` (the first run's finishedAt, or the first BackOff or
+    /// Failed event), `no-later-than` (a later run's), or
     /// `since-start` (a container that never started: the pod's
     /// `status.startTime`, when no event dates the first failure).
     pub precision: &'static str,
@@ -175,6 +175,42 @@ impl FirstCrash {
     }
 }
 
+/// Whether a container's `lastState.terminated` is its first run's (the
+/// container created with restart count 0), so that its `finishedAt` is the
+/// first crash. The status' `restartCount` is the newest container's
+/// (kubernetes v1.36.3 `pkg/kubelet/kuberuntime/kuberuntime_container.go`
+/// `startContainer` gives a new container the previous count plus one), and
+/// `lastState` is the second newest container where the status shows a newer
+/// one (`newer_shown`: `state.running`, `state.terminated`, or a
+/// `containerID` other than `lastState`'s), the newest where it does not
+/// (the back-off, `pkg/kubelet/kubelet_pods.go`
+/// `convertToAPIContainerStatuses`). So run 0 is in `lastState` with
+/// `restartCount` 1 beside a newer container, 0 in the back-off.
+pub(crate) fn last_state_is_first_run(newer_shown: bool, restarts: u64) -> bool {
+    if newer_shown {
+        restarts <= 1
+    } else {
+        restarts == 0
+    }
+}
+
+/// [`last_state_is_first_run`] for a container status object.
+fn last_state_is_first_run_of(c: &Value) -> bool {
+    let shows = |p: &str| c.pointer(p).is_some_and(|v| !v.is_null());
+    let id = |p: &str| {
+        c.pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let other_container = matches!(
+        (id("/containerID"), id("/lastState/terminated/containerID")),
+        (Some(a), Some(b)) if a != b
+    );
+    let newer_shown = shows("/state/running") || shows("/state/terminated") || other_container;
+    let restarts = c.get("restartCount").and_then(Value::as_u64).unwrap_or(0);
+    last_state_is_first_run(newer_shown, restarts)
+}
+
 /// The earliest crash this pod's status and events tell.
 pub fn first_crash(p: &PodFacts, events: &[TimedEvent]) -> Option<FirstCrash> {
     let v = &p.source.value;
@@ -198,7 +234,7 @@ pub fn first_crash(p: &PodFacts, events: &[TimedEvent]) -> Option<FirstCrash> {
             node: p.node.clone(),
             at: at.to_string(),
             restarts,
-            precision: if restarts <= 1 {
+            precision: if last_state_is_first_run_of(c) {
                 "exact"
             } else {
                 "no-later-than"
@@ -326,6 +362,47 @@ mod tests {
         assert!(!PodFacts::of(&recent).healthy(now));
         let unready = pod(false, 0, "2026-11-30T10:00:00Z");
         assert!(!PodFacts::of(&unready).healthy(now));
+    }
+
+    #[test]
+    fn the_first_runs_finished_at_is_exact_in_each_view_of_its_crash() {
+        let precision = |rc: u64, state: Value, id: &str| {
+            let p = sourced(
+                json!({"metadata":{"name":"web-d"},"status":{"containerStatuses":[
+                {"name":"app","restartCount":rc,"containerID":id,"state":state,
+                 "lastState":{"terminated":{"exitCode":1,"containerID":"containerd://run0",
+                    "finishedAt":"2026-11-30T12:00:00Z"}}}]}}),
+            );
+            first_crash(&PodFacts::of(&p), &[]).unwrap().precision
+        };
+        let back_off = || json!({"waiting":{"reason":"CrashLoopBackOff"}});
+        // Run 0 in the back-off: restartCount 0.
+        assert_eq!(precision(0, back_off(), "containerd://run0"), "exact");
+        // Run 1 running, run 0 in lastState: restartCount 1.
+        assert_eq!(
+            precision(1, json!({"running":{}}), "containerd://run1"),
+            "exact"
+        );
+        // Run 1 just exited, run 0 in lastState: restartCount 1.
+        let exited = json!({"terminated":{"exitCode":1,"containerID":"containerd://run1"}});
+        assert_eq!(precision(1, exited, "containerd://run1"), "exact");
+        // Run 1 created, not started (the status' containerID run 1's).
+        assert_eq!(
+            precision(1, json!({"waiting":{}}), "containerd://run1"),
+            "exact"
+        );
+        // Near miss: restartCount 1 in the back-off is run 1's crash in
+        // lastState (here its ID is the status' own), not the first.
+        assert_eq!(
+            precision(1, back_off(), "containerd://run0"),
+            "no-later-than"
+        );
+        assert_eq!(precision(1, back_off(), ""), "no-later-than");
+        // Near miss: run 2 running shows run 1's crash.
+        assert_eq!(
+            precision(2, json!({"running":{}}), "containerd://run2"),
+            "no-later-than"
+        );
     }
 
     #[test]

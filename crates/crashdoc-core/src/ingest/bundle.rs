@@ -295,8 +295,10 @@ pub struct TerminatedRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
     /// The restart count the termination is known by (`crashdoc watch`'s
-    /// key: `restartCount` while `state.terminated` shows it,
-    /// `restartCount - 1` once it is `lastState`).
+    /// key: the restart count its container was created with;
+    /// `restartCount` in `state.terminated` and in the back-off's
+    /// `lastState`, `restartCount - 1` in `lastState` beside a running
+    /// container: `crashdoc_kube::runs::last_state_run`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_count: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,12 +2,23 @@
 // `crashdoc watch` drills (tests/cluster/watch.sh).
 //
 // It plays the kubelet for pods that kwok started: each termination is one
-// status update the way the kubelet writes it after a crash (restartCount+1,
-// lastState.terminated with reason and exit code, state waiting
-// CrashLoopBackOff, Ready=False), at a paced rate, and it reports exactly how
-// many it produced, the rate it achieved, and the restartCount increase it
-// reads back from the API server afterwards (which must equal the number of
-// terminations; the tool exits 1 otherwise).
+// status update the way the kubelet v1.36.3 writes it once a sync falls in the
+// back-off (state waiting CrashLoopBackOff, lastState.terminated = the crashed
+// run with reason and exit code, restartCount and containerID still the
+// crashed container's, Ready=False), at a paced rate; a pod that crashes again
+// is first restarted the way the kubelet restarts it (a new container:
+// state.running, a new containerID, restartCount+1, lastState kept). The
+// kubelet counts a restart when it creates the next container
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go startContainer:
+// restartCount = previous + 1), and the status' restartCount is the newest
+// container's (pkg/kubelet/kubelet_pods.go convertToAPIContainerStatuses), so
+// restartCount does not count terminations: the ground truth is the number of
+// ended runs, read back from the API server before and after (endedRuns: runs
+// 0..R of a container whose newest run R has ended, 0..R-1 of a running one).
+// It reports exactly how many terminations it produced, the rate it achieved,
+// and the ended-runs increase (which must equal the terminations) and the
+// restartCount increase (which must equal the restarts it wrote); the tool
+// exits 1 otherwise.
 //
 //	crashloop-storm setup -n NS --pods 5000 --nodes 10 --deployments 10
 //	    kwok nodes kwok-storm-<i> (tainted, labelled crashdoc.test/storm=true),
@@ -17,7 +28,8 @@
 //	    [--out SUMMARY.json] [--log TERMINATIONS.tsv] [--terminated-first-every K]
 //	    terminations on the Running pods of NS, round-robin in name order.
 //	crashloop-storm count -n NS [-l SELECTOR] [--out PODS.tsv]
-//	    sum of restartCount (and per-container rows: uid, pod, container, restartCount).
+//	    sums of restartCount and of ended runs (and per-container rows: uid, pod,
+//	    container, restartCount, ended runs).
 //	crashloop-storm teardown -n NS
 //	    deletes the namespace and the kwok-storm nodes.
 //
@@ -25,7 +37,7 @@
 // Job pods and deleted pods (tests/cluster/kwok/00-defaults.yaml), and the
 // storm pods carry no crashdoc.test/behavior annotation.
 //
-// Every status patch sets absolute values (restartCount: k+1, fixed
+// Every status patch sets absolute values (restartCount, containerID, fixed
 // finishedAt), so a patch retried after a network error cannot count twice.
 package main
 
@@ -264,10 +276,12 @@ func cmdTeardown(args []string) error {
 // ------------------------------------------------------------------ count
 
 type target struct {
-	name, uid  string
-	container  string
-	image      string
-	imageID    string
+	name, uid string
+	container string
+	image     string
+	imageID   string
+	// the status' restartCount: the restart count of the newest container,
+	// the one running (or, crashed, the one that crashed)
 	restarts   int32
 	crashed    bool // state is waiting CrashLoopBackOff (the next termination restarts it first)
 	startedAt  metav1.Time
@@ -304,11 +318,50 @@ func restartSum(pods []corev1.Pod) int64 {
 	return n
 }
 
+// endedRuns is how many runs of a container have ended by its status (the
+// runs are numbered 0.. by the restart count each container was created
+// with; restartCount R is the newest's): 0..R when the newest has ended, that
+// is when state.terminated shows it, or the status waits in CrashLoopBackOff,
+// or waits with lastState = the newest container (the same containerID, or no
+// IDs); 0..R-1 while it runs or has not started (a created container waiting
+// beside another lastState, ContainerCreating). As crashdoc watch's tracker
+// numbers them (crates/crashdoc-kube/src/runs.rs last_state_run,
+// ended_through); the storm's containers always keep running, so every end is
+// a termination.
+func endedRuns(s corev1.ContainerStatus) int64 {
+	r := int64(s.RestartCount)
+	last := s.LastTerminationState.Terminated
+	switch {
+	case s.State.Terminated != nil:
+		return r + 1
+	case s.State.Running != nil:
+		return r
+	case s.State.Waiting != nil && s.State.Waiting.Reason == "CrashLoopBackOff":
+		return r + 1
+	case last != nil && (s.ContainerID == "" || last.ContainerID == "" || s.ContainerID == last.ContainerID):
+		return r + 1
+	}
+	return r
+}
+
+func endedSum(pods []corev1.Pod) int64 {
+	var n int64
+	for _, p := range pods {
+		for _, s := range p.Status.InitContainerStatuses {
+			n += endedRuns(s)
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			n += endedRuns(s)
+		}
+	}
+	return n
+}
+
 func cmdCount(args []string) error {
 	fs := flag.NewFlagSet("count", flag.ExitOnError)
 	var c common
 	c.register(fs)
-	out := fs.String("out", "", "write uid, pod, container, restartCount rows (TSV) here")
+	out := fs.String("out", "", "write uid, pod, container, restartCount, ended runs rows (TSV) here")
 	_ = fs.Parse(args)
 	cs, err := c.client()
 	if err != nil {
@@ -325,14 +378,14 @@ func cmdCount(args []string) error {
 		}
 		for _, p := range pods {
 			for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-				fmt.Fprintf(f, "%s\t%s\t%s\t%d\n", p.UID, p.Name, s.Name, s.RestartCount)
+				fmt.Fprintf(f, "%s\t%s\t%s\t%d\t%d\n", p.UID, p.Name, s.Name, s.RestartCount, endedRuns(s))
 			}
 		}
 		if err := f.Close(); err != nil {
 			return err
 		}
 	}
-	fmt.Printf("{\"pods\":%d,\"restart_count_total\":%d}\n", len(pods), restartSum(pods))
+	fmt.Printf("{\"pods\":%d,\"restart_count_total\":%d,\"ended_runs_total\":%d}\n", len(pods), restartSum(pods), endedSum(pods))
 	return nil
 }
 
@@ -342,7 +395,7 @@ type termination struct {
 	index      int
 	uid, pod   string
 	container  string
-	n          int32 // the dedup identity's N: restartCount while state.terminated shows it
+	n          int32 // the dedup identity's N: the crashed container's restart count
 	reason     string
 	exitCode   int32
 	finishedAt time.Time
@@ -371,6 +424,9 @@ type summary struct {
 	RestartCountBefore   int64          `json:"restart_count_before"`
 	RestartCountAfter    int64          `json:"restart_count_after"`
 	RestartCountIncrease int64          `json:"restart_count_increase"`
+	EndedRunsBefore      int64          `json:"ended_runs_before"`
+	EndedRunsAfter       int64          `json:"ended_runs_after"`
+	EndedRunsIncrease    int64          `json:"ended_runs_increase"`
 	Exact                bool           `json:"exact"`
 	ByReason             map[string]int `json:"by_reason"`
 	PatchLatencyMs       map[string]int `json:"patch_latency_ms"`
@@ -391,7 +447,7 @@ func cmdRun(args []string) error {
 	workers := fs.Int("workers", 32, "concurrent writers (a pod always goes to the same one, so its updates stay in order)")
 	out := fs.String("out", "", "write the summary JSON here too")
 	logPath := fs.String("log", "", "write one TSV row per termination: uid pod container N reason exit_code finished_at sent_unix_ms done_unix_ms")
-	twoStepEvery := fs.Int("terminated-first-every", 0, "every K-th termination is first shown as state.terminated (restartCount unchanged), then as waiting CrashLoopBackOff with lastState.terminated and restartCount+1, as the kubelet does between the exit and the back-off; 0: never")
+	twoStepEvery := fs.Int("terminated-first-every", 0, "every K-th termination is first shown as state.terminated (lastState the run before), then as waiting CrashLoopBackOff with lastState.terminated = the crashed run, restartCount unchanged in both, as the kubelet does between the exit and the back-off; 0: never")
 	oomEvery := fs.Int("oom-every", 3, "every K-th termination is OOMKilled/137, the others Error/1")
 	method := fs.String("method", "patch", "patch: strategic merge patch of pods/status, as the kubelet's status manager sends; put: update pods/status with the whole object (cheaper for the API server; re-read on conflict)")
 	_ = fs.Parse(args)
@@ -411,7 +467,7 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
-	before := restartSum(pods)
+	before, endedBefore := restartSum(pods), endedSum(pods)
 	var targets []*target
 	for _, p := range pods {
 		if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 || len(p.Spec.Containers) == 0 {
@@ -443,8 +499,8 @@ func cmdRun(args []string) error {
 	if len(targets) == 0 {
 		return fmt.Errorf("no running or crash-looping pods in %s (selector %q)", c.namespace, c.selector)
 	}
-	logf("%d pods (%d eligible), restartCount total %d; %d terminations at %.1f/s with %d writers",
-		len(pods), len(targets), before, total, *rate, *workers)
+	logf("%d pods (%d eligible), restartCount total %d, ended runs %d; %d terminations at %.1f/s with %d writers",
+		len(pods), len(targets), before, endedBefore, total, *rate, *workers)
 
 	if *method != "patch" && *method != "put" {
 		return fmt.Errorf("--method %q: patch or put", *method)
@@ -486,15 +542,19 @@ func cmdRun(args []string) error {
 				r.index, r.uid, r.pod, r.container = i, t.uid, t.name, t.container
 				r.sent = time.Now()
 				if t.crashed {
-					// the kubelet restarts the container after the back-off: Running again
+					// the kubelet restarts the container after the back-off: a new
+					// container, created with the crashed one's restart count + 1
+					// (kuberuntime_container.go startContainer), running; lastState kept
 					now := metav1.NewTime(time.Now())
-					t.runningCID = containerID(t.uid, t.container, t.restarts)
-					body := statusPatch(t, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, t.lastState, t.restarts, true, t.runningCID)
+					next := t.restarts + 1
+					cid := containerID(t.uid, t.container, next)
+					body := statusPatch(t, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}, t.lastState, next, true, cid)
 					if _, err := patch(t, body); err != nil {
 						r.err = err
 						r.done = time.Now()
 						continue
 					}
+					t.restarts, t.runningCID = next, cid
 					t.crashed = false
 					t.startedAt = now
 					restartsRun.Add(1)
@@ -515,7 +575,8 @@ func cmdRun(args []string) error {
 				r.finishedAt = finished.Time
 				attempts := 0
 				if *twoStepEvery > 0 && i%*twoStepEvery == 0 {
-					// the exit as the kubelet reports it first: state.terminated, restartCount unchanged
+					// the exit as the kubelet reports it first: state.terminated = the run,
+					// lastState the run before, restartCount the run's
 					a, err := patch(t, statusPatch(t, term, t.lastState, t.restarts, false, t.runningCID))
 					attempts += a
 					if err != nil {
@@ -529,11 +590,13 @@ func cmdRun(args []string) error {
 					Reason:  "CrashLoopBackOff",
 					Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backoff, t.container, t.name, c.namespace, t.uid),
 				}}
-				a, err := patch(t, statusPatch(t, waiting, term, t.restarts+1, false, ""))
+				// the back-off: lastState = the crashed run, restartCount and the
+				// status' containerID still the crashed container's (kubelet_pods.go
+				// convertToAPIContainerStatuses: LastTerminationState = State)
+				a, err := patch(t, statusPatch(t, waiting, term, t.restarts, false, ""))
 				attempts += a
 				r.attempts, r.err, r.done = attempts, err, time.Now()
 				if err == nil {
-					t.restarts++
 					t.lastState = term
 					t.crashed = true
 				}
@@ -573,6 +636,7 @@ func cmdRun(args []string) error {
 		Namespace: c.namespace, Selector: c.selector, Pods: len(targets), Requested: total,
 		TargetRate: *rate, Started: start, Ended: end, ByReason: map[string]int{},
 		RestartCountBefore: before, RestartCountAfter: restartSum(after),
+		EndedRunsBefore: endedBefore, EndedRunsAfter: endedSum(after),
 		Patches: patches.Load(), Retries: retries.Load(), TwoStep: int(twoStep.Load()), Restarts: int(restartsRun.Load()),
 		MaxBehindMs: maxBehind.Milliseconds(),
 	}
@@ -591,12 +655,13 @@ func cmdRun(args []string) error {
 		lat = append(lat, r.done.Sub(r.sent))
 	}
 	s.RestartCountIncrease = s.RestartCountAfter - s.RestartCountBefore
+	s.EndedRunsIncrease = s.EndedRunsAfter - s.EndedRunsBefore
 	s.DurationSeconds = lastDone.Sub(start).Seconds()
 	if s.DurationSeconds > 0 {
 		// terminations per second over the span from the first due time to the last completed write
 		s.RateAchieved = float64(s.Produced) / (lastDone.Sub(start).Seconds() + interval.Seconds())
 	}
-	s.Exact = s.Failed == 0 && s.RestartCountIncrease == int64(s.Produced)
+	s.Exact = s.Failed == 0 && s.EndedRunsIncrease == int64(s.Produced) && s.RestartCountIncrease == int64(s.Restarts)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) int {
 		if len(lat) == 0 {
@@ -629,14 +694,14 @@ func cmdRun(args []string) error {
 			return err
 		}
 	}
-	logf("produced %d of %d terminations in %.2f s (%.2f/s, target %.1f/s; max %d ms behind schedule); restartCount %d -> %d (+%d); patch latency p50 %d ms p99 %d ms",
-		s.Produced, total, s.DurationSeconds, s.RateAchieved, *rate, s.MaxBehindMs, s.RestartCountBefore, s.RestartCountAfter,
-		s.RestartCountIncrease, s.PatchLatencyMs["p50"], s.PatchLatencyMs["p99"])
+	logf("produced %d of %d terminations in %.2f s (%.2f/s, target %.1f/s; max %d ms behind schedule); ended runs %d -> %d (+%d); restartCount %d -> %d (+%d, %d restarts written); patch latency p50 %d ms p99 %d ms",
+		s.Produced, total, s.DurationSeconds, s.RateAchieved, *rate, s.MaxBehindMs, s.EndedRunsBefore, s.EndedRunsAfter, s.EndedRunsIncrease,
+		s.RestartCountBefore, s.RestartCountAfter, s.RestartCountIncrease, s.Restarts, s.PatchLatencyMs["p50"], s.PatchLatencyMs["p99"])
 	if !s.Exact {
 		if firstErr != nil {
-			return fmt.Errorf("%d terminations failed (first: %v); restartCount increase %d", s.Failed, firstErr, s.RestartCountIncrease)
+			return fmt.Errorf("%d terminations failed (first: %v); ended runs increase %d", s.Failed, firstErr, s.EndedRunsIncrease)
 		}
-		return fmt.Errorf("restartCount increased by %d but %d terminations were written: something else changed restartCount", s.RestartCountIncrease, s.Produced)
+		return fmt.Errorf("ended runs increased by %d for %d terminations written, restartCount by %d for %d restarts written: something else changed the statuses", s.EndedRunsIncrease, s.Produced, s.RestartCountIncrease, s.Restarts)
 	}
 	return nil
 }
