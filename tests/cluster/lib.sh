@@ -1,5 +1,5 @@
 # Shared by the tier's scripts (bench-live.sh, regressions.sh, live.sh, lint-live.sh, watch.sh,
-# faults.sh): sourced, not run.
+# faults.sh, realnode.sh): sourced, not run.
 
 # median: the middle of the numbers on stdin, one per line.
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -68,3 +68,15 @@ def container_runs:
   | . as [$c, $init]
   | [$p.metadata.uid, $p.metadata.name, $c.name, ($c | ended($p; $init))];
 '
+# check_no_leaks SCENARIO_DIR OUT WHAT: the planted Secret values of
+# SCENARIO_DIR/*.yaml appear nowhere under OUT; reports through the calling
+# script's ok and fail ("no planted secret value in WHAT ...").
+check_no_leaks() {
+  local values v leaks=0
+  values=$(planted_secret_values "$1")
+  while read -r v; do
+    [[ -z "$v" ]] && continue
+    if grep -rqF -- "$v" "$2"; then fail "secret value ${v:0:6}... appears in $(grep -rlF -- "$v" "$2" | head -3 | tr '\n' ' ')"; leaks=1; fi
+  done <<< "$values"
+  (( leaks == 0 )) && ok "no planted secret value in $3 ($(grep -c . <<< "$values") values checked)"
+}

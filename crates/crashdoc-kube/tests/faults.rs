@@ -7,10 +7,10 @@
 
 mod common;
 
-use common::{Mock, NS, Reply, cause, list, ok, status};
+use common::{Mock, NS, Reply, cause, list, node_1, ok, opts, status};
 use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
 use crashdoc_core::model::Missing;
-use crashdoc_kube::{CollectOptions, Collection, Target};
+use crashdoc_kube::{Collection, Target};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -57,21 +57,8 @@ fn cluster() -> Mock {
             vec![Reply::Text(200, "loading weights\nKilled\n".into())],
         )
         .on(EVENTS, vec![events()])
-        .on(
-            NODE,
-            vec![ok(
-                json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}),
-            )],
-        );
+        .on(NODE, vec![node_1()]);
     m
-}
-
-fn opts() -> CollectOptions {
-    CollectOptions {
-        log_lines: Some(100),
-        log_bytes: 1 << 20,
-        secret_keys: true,
-    }
 }
 
 /// Collect web-1 through crashdoc's own client stack over the mock.

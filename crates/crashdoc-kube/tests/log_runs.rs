@@ -14,11 +14,11 @@
 
 mod common;
 
-use common::{Mock, NS, Reply, Respond, Seen, cause, list, ok, status};
+use common::{Mock, NS, Reply, Respond, Seen, cause, list, node_1, ok, opts, status};
 use crashdoc_core::ingest::bundle::{LogRuns, PodFiles, read_memory};
 use crashdoc_core::model::Missing;
 use crashdoc_core::scan::LogKind;
-use crashdoc_kube::{CollectOptions, Collection, Target};
+use crashdoc_kube::{Collection, Target};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -193,21 +193,8 @@ impl Kubelet {
         m.on(POD, vec![self.pod_reply()])
             .on(LOG, vec![self.log_reply()])
             .on(EVENTS, vec![list("EventList", vec![])])
-            .on(
-                NODE,
-                vec![ok(
-                    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}),
-                )],
-            );
+            .on(NODE, vec![node_1()]);
         m
-    }
-}
-
-fn opts() -> CollectOptions {
-    CollectOptions {
-        log_lines: Some(100),
-        log_bytes: 1 << 20,
-        secret_keys: true,
     }
 }
 

@@ -8,10 +8,10 @@
 mod common;
 
 use bytes::Bytes;
-use common::cause;
+use common::{cause, opts};
 use crashdoc_core::ingest::bundle::{PodFiles, Reference, ReferenceKind, read_memory};
 use crashdoc_core::model::Missing;
-use crashdoc_kube::{CollectOptions, Collection, KubeError, Target};
+use crashdoc_kube::{Collection, KubeError, Target};
 use http::{Request, Response};
 use http_body_util::Full;
 use serde_json::{Value, json};
@@ -215,14 +215,6 @@ fn cluster() -> Mock {
             "containers": [{"name": "web", "usage": {"cpu": "12m", "memory": "250Mi"}}]}))])
         .on(SVC, vec![status(404, "NotFound")]);
     m
-}
-
-fn opts() -> CollectOptions {
-    CollectOptions {
-        log_lines: Some(100),
-        log_bytes: 1 << 20,
-        secret_keys: true,
-    }
 }
 
 async fn collect(m: &Mock, target: &str) -> Result<Collection, KubeError> {

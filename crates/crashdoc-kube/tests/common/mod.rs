@@ -58,6 +58,20 @@ impl std::fmt::Debug for Respond {
     }
 }
 
+/// The collection options of the tests: 100 lines, 1 MiB per log, key names.
+pub fn opts() -> crashdoc_kube::CollectOptions {
+    crashdoc_kube::CollectOptions {
+        log_lines: Some(100),
+        log_bytes: 1 << 20,
+        secret_keys: true,
+    }
+}
+
+/// The answer to a GET of the node the tests' pods run on, `node-1`.
+pub fn node_1() -> Reply {
+    ok(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}))
+}
+
 pub fn ok(v: Value) -> Reply {
     Reply::Json(200, v)
 }
