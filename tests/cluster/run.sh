@@ -30,6 +30,7 @@
 # CRASHDOC_VERIFY_KINDS=0 skips verify against the StatefulSet/DaemonSet/Deployment controllers (tests/cluster/verify-kinds.sh).
 # CRASHDOC_WATCH=1 runs the watch drills (tests/cluster/watch.sh) after live.sh,
 # one more line; CRASHDOC_WATCH_STORM=1 adds their storm drill.
+# CRASHDOC_FLEET=0 skips the fleet test on PostgreSQL (tests/cluster/fleet.sh), one more line.
 # CRASHDOC_FAULTS=0 skips the fault drills through tools/faultproxy (tests/cluster/faults.sh), one more line.
 # CRASHDOC_REAL=0 skips the real-node scenarios and the capture claim (tests/cluster/realnode.sh,
 # realnode-capture.sh), two more lines; CRASHDOC_REAL_NODE=0 does not start the real node at all.
@@ -227,6 +228,27 @@ if (( have_crashdoc )) && [[ "${CRASHDOC_WATCH:-1}" != 0 && -x "$TESTS/watch.sh"
     passed=$((passed + 1))
   else
     echo "FAIL watch.sh: $watch_summary: $(grep '^FAIL' "$ROOT/target/cluster/watch.txt" | head -3 | cut -c1-160 | paste -sd ';' -) (all in target/cluster/watch.txt)"
+    failed=$((failed + 1))
+  fi
+fi
+
+# The fleet tier (tests/cluster/fleet.sh: two crashdoc watch under different --cluster
+# names, each with its own spool and Lease, writing to one PostgreSQL (scripts/postgres)
+# through a termination storm with PostgreSQL SIGKILLed and restarted mid-storm; ~2 min)
+# counts as one line; its own lines go to target/cluster/fleet.txt. Where PostgreSQL
+# cannot be had, or crashdoc has no fleet store, it prints SKIP and why (under
+# CRASHDOC_REQUIRE_PG=1, as .ci/run sets once PostgreSQL is up, no PostgreSQL fails).
+# CRASHDOC_FLEET=0 skips it.
+if (( have_crashdoc )) && [[ "${CRASHDOC_FLEET:-1}" != 0 && -x "$TESTS/fleet.sh" ]]; then
+  CRASHDOC_BIN="$CRASHDOC" "$TESTS/fleet.sh" > "$ROOT/target/cluster/fleet.txt" 2>&1
+  fleet_rc=$?
+  if grep -q '^skipped: ' "$ROOT/target/cluster/fleet.txt"; then
+    echo "SKIP fleet.sh: $(grep -m1 '^skipped: ' "$ROOT/target/cluster/fleet.txt" | cut -d' ' -f2-)"
+  elif (( fleet_rc == 0 )); then
+    echo "PASS fleet.sh: $(tail -n1 "$ROOT/target/cluster/fleet.txt") ($(grep -m1 '^     figures: ' "$ROOT/target/cluster/fleet.txt" | sed 's/^     figures: //'))"
+    passed=$((passed + 1))
+  else
+    echo "FAIL fleet.sh: $(tail -n1 "$ROOT/target/cluster/fleet.txt"): $(grep '^FAIL' "$ROOT/target/cluster/fleet.txt" | head -3 | cut -c1-200 | paste -sd ';' -) (all in target/cluster/fleet.txt)"
     failed=$((failed + 1))
   fi
 fi
