@@ -147,7 +147,7 @@ snapshot() { # uid pod container ended-runs, for every container of every live p
   kubectl -n "$NS" get pods -o json | jq -r "$ENDED_RUNS_JQ"' container_runs | @tsv'
 }
 hist() { # hist ARGS...: crashdoc history against the database, password from the file
-  "$CRASHDOC" history --db "$URL" --db-password-file "$PWF" "$@"
+  timeout 120 "$CRASHDOC" history --db "$URL" --db-password-file "$PWF" "$@"
 }
 
 T_ALL=$(now_ms)
@@ -314,17 +314,18 @@ fi
 WRONG=$(openssl rand -base64 48 | tr -dc 'A-Za-z0-9' | head -c 24)
 WRONG_FILE="$OUT/wrong-password"; (umask 077; printf '%s' "$WRONG" > "$WRONG_FILE")
 wrong_ok=1 wrong_msgs=""
-for how in file env url; do
+for how in file env url none; do
   case $how in
-    file) "$CRASHDOC" history --db "$URL" --db-password-file "$WRONG_FILE" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" ;;
-    env) PGPASSWORD="$WRONG" "$CRASHDOC" history --db "$URL" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" ;;
-    url) "$CRASHDOC" history --db "postgres://crashdoc:$WRONG@${URL#postgres://crashdoc@}" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" ;;
+    none) env -u PGPASSWORD timeout 60 "$CRASHDOC" history --db "$URL" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" < /dev/null ;;
+    file) timeout 60 "$CRASHDOC" history --db "$URL" --db-password-file "$WRONG_FILE" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" ;;
+    env) PGPASSWORD="$WRONG" timeout 60 "$CRASHDOC" history --db "$URL" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" ;;
+    url) timeout 60 "$CRASHDOC" history --db "postgres://crashdoc:$WRONG@${URL#postgres://crashdoc@}" --format json > "$OUT/wrong-$how.out" 2> "$OUT/wrong-$how.err" ;;
   esac
   rc=$?
   (( rc != 0 )) || { wrong_ok=0; wrong_msgs+="$how: exit 0; "; }
   wrong_msgs+="$how: exit $rc '$(head -n1 "$OUT/wrong-$how.err" | cut -c1-120)'; "
 done
-(( wrong_ok )); check $? "a wrong password fails (${wrong_msgs%; })"
+(( wrong_ok )); check $? "a wrong password (or none) fails (${wrong_msgs%; })"
 # and a watcher started with a wrong password in its URL, for 8 s
 CLUSTER[wrong]="wrong-$RUN" PORT[wrong]=$((BASE + 88))
 start_watch wrong --db "postgres://crashdoc:$WRONG@${URL#postgres://crashdoc@}"
@@ -333,9 +334,9 @@ metrics wrong > "$OUT/wrong-metrics.txt"
 stop_watch wrong
 # the right password inside the URL, for history too
 history_url_rc=0
-"$CRASHDOC" history --db "$URL_WITH_PW" -n "$NS" --cluster "${CLUSTER[west]}" --format json --limit 1000000 \
+timeout 120 "$CRASHDOC" history --db "$URL_WITH_PW" -n "$NS" --cluster "${CLUSTER[west]}" --format json --limit 1000000 \
   > "$OUT/url-history.json" 2> "$OUT/url-history.stderr" || history_url_rc=$?
-PGPASSWORD="$PASSWORD" "$CRASHDOC" history --db "$URL" -n "$NS" --group-by cluster \
+PGPASSWORD="$PASSWORD" timeout 120 "$CRASHDOC" history --db "$URL" -n "$NS" --group-by cluster \
   > "$OUT/env-group-by.txt" 2> "$OUT/env-group-by.stderr" || history_url_rc=$?
 [[ $history_url_rc == 0 && $(jq length "$OUT/url-history.json" 2>/dev/null) == "$N" ]]
 check $? "the password inside the URL and in PGPASSWORD work for history ($(jq length "$OUT/url-history.json" 2>/dev/null) records of ${CLUSTER[west]})"
