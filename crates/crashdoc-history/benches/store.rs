@@ -16,7 +16,7 @@
 //! Environment: `CRASHDOC_BENCH_DIR` (default: a temporary folder, deleted
 //! afterwards), `CRASHDOC_BENCH_LARGE` (default 100000) sizes the large history.
 
-use crashdoc_history::{Capture, CaptureKind, Query, Retention, Store, TerminationKey};
+use crashdoc_history::{Capture, CaptureKind, Query, RedbStore, Retention, TerminationKey};
 use jiff::{SignedDuration, Timestamp};
 use std::hint::black_box;
 use std::path::Path;
@@ -71,6 +71,7 @@ fn capture(i: usize, origin: Timestamp, bundle_len: usize, rng: &mut Rng) -> Cap
         owner_kind: Some("Deployment".into()),
         owner: Some(format!("svc-{owner}")),
         node: Some(format!("node-{}", i % 37)),
+        revision: None,
         finished_at: Some(
             origin + SignedDuration::from_mins(i as i64) - SignedDuration::from_secs(2),
         ),
@@ -133,7 +134,7 @@ fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
 fn writes(dir: &Path, origin: Timestamp) {
     println!("== inserts with ~50 KiB bundles and a ~4 KiB diagnosis");
     let path = dir.join("writes.redb");
-    let store = Store::open(&path).expect("open");
+    let store = RedbStore::open(&path).expect("open");
     let mut rng = Rng(0x5eed);
     let bundle = 50 * 1024;
 
@@ -232,7 +233,7 @@ fn reads(dir: &Path, origin: Timestamp, count: usize) {
     let mut rng = Rng(0xfeed ^ count as u64);
     let t = Instant::now();
     {
-        let store = Store::open(&path).expect("open");
+        let store = RedbStore::open(&path).expect("open");
         let mut i = 0;
         while i < count {
             let n = 1000.min(count - i);
@@ -249,7 +250,7 @@ fn reads(dir: &Path, origin: Timestamp, count: usize) {
         mib(disk_usage(&path))
     );
 
-    let (d, store) = best_of(3, || Store::open_read_only(&path).expect("open"));
+    let (d, store) = best_of(3, || RedbStore::open_read_only(&path).expect("open"));
     println!("open read-only:        {:>8.3} ms", ms(d));
     let (d, keys) = best_of(3, || store.seen_keys().expect("keys"));
     println!(
@@ -335,7 +336,7 @@ fn reads(dir: &Path, origin: Timestamp, count: usize) {
     }
     drop(store);
 
-    let store = Store::open(&path).expect("open");
+    let store = RedbStore::open(&path).expect("open");
     let t = Instant::now();
     let out = store
         .prune(

@@ -13,7 +13,7 @@ pub enum HistoryError {
     )]
     Locked { path: PathBuf },
 
-    /// [`crate::Store::open_read_only`] on a path where no history exists.
+    /// [`crate::RedbStore::open_read_only`] on a path where no history exists.
     #[error("there is no history at {path}")]
     NotFound { path: PathBuf },
 
@@ -64,9 +64,13 @@ pub enum HistoryError {
     #[error("the capture's {what} of {bytes} bytes is too large to store (the limit is 4 GiB)")]
     TooLarge { what: &'static str, bytes: u64 },
 
-    /// A write on a store opened with [`crate::Store::open_read_only`].
+    /// A write on a store opened with [`crate::RedbStore::open_read_only`].
     #[error("the history {path} was opened read-only")]
     ReadOnly { path: PathBuf },
+
+    /// A broken invariant of this crate (a bug), reported instead of a panic.
+    #[error("internal error of the history store: {detail}")]
+    Internal { detail: String },
 
     /// Any other failure reported by the database engine.
     #[error("the history database {path} failed")]
@@ -102,6 +106,7 @@ impl crashdoc_core::Hint for HistoryError {
             | HistoryError::Encoding { .. }
             | HistoryError::TooLarge { .. }
             | HistoryError::ReadOnly { .. }
+            | HistoryError::Internal { .. }
             | HistoryError::Storage { .. } => return None,
         };
         Some(std::borrow::Cow::Borrowed(h))

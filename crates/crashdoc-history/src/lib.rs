@@ -4,9 +4,9 @@
 //! and no async runtime.
 //!
 //! ```no_run
-//! use crashdoc_history::{Capture, CaptureKind, Query, Retention, Store, TerminationKey};
+//! use crashdoc_history::{Capture, CaptureKind, Query, RedbStore, Retention, TerminationKey};
 //!
-//! let store = Store::open(std::path::Path::new("/var/lib/crashdoc/history.redb"))?;
+//! let store = RedbStore::open(std::path::Path::new("/var/lib/crashdoc/history.redb"))?;
 //! let capture = Capture {
 //!     key: TerminationKey::new("3f1c…", "server", 7),
 //!     namespace: "shop".into(),
@@ -14,6 +14,7 @@
 //!     owner_kind: Some("Deployment".into()),
 //!     owner: Some("web".into()),
 //!     node: None,
+//!     revision: None,
 //!     finished_at: None,
 //!     observed_at: jiff::Timestamp::now(),
 //!     reason: Some("OOMKilled".into()),
@@ -75,13 +76,16 @@
 //! Removing captures frees pages that later captures reuse; the file does
 //! not shrink.
 
+mod api;
 mod error;
+pub mod fleet;
 mod model;
 mod store;
 
+pub use api::{Group, GroupBy, NewCause, Since, SpoolStats, Store};
 pub use error::HistoryError;
 pub use model::{
     Capture, CaptureKind, CaptureLogs, ConfigKeys, Inserted, PruneStats, Query, Record, Retention,
     Stats, TerminationKey,
 };
-pub use store::{MAX_BLOB_BYTES, SCHEMA_VERSION, Store};
+pub use store::{MAX_BLOB_BYTES, RedbStore, SCHEMA_VERSION};

@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 /// same restart count is the same crash, however many times it is observed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TerminationKey {
+    /// The cluster the pod ran in (`crashdoc watch --cluster`); `""` in
+    /// captures of versions that did not record it. Two clusters' pods are
+    /// different pods even with the same UID.
+    #[serde(default)]
+    pub cluster: String,
     pub pod_uid: String,
     pub container: String,
     pub restart_count: i32,
@@ -20,10 +25,17 @@ impl TerminationKey {
         restart_count: i32,
     ) -> Self {
         TerminationKey {
+            cluster: String::new(),
             pod_uid: pod_uid.into(),
             container: container.into(),
             restart_count,
         }
+    }
+
+    /// The same key in the named cluster.
+    pub fn in_cluster(mut self, cluster: impl Into<String>) -> Self {
+        self.cluster = cluster.into();
+        self
     }
 }
 
@@ -69,6 +81,11 @@ pub struct Capture {
     pub owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The pod's rollout revision: its `pod-template-hash` label (a
+    /// Deployment's ReplicaSet) or `controller-revision-hash` (a
+    /// StatefulSet's or DaemonSet's revision), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
     /// The container's `state.terminated.finishedAt` (or `lastState`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,
@@ -208,6 +225,8 @@ pub struct Retention {
 /// selects the captures that have none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Query {
+    /// The cluster ([`TerminationKey::cluster`]).
+    pub cluster: Option<String>,
     pub namespace: Option<String>,
     pub pod: Option<String>,
     pub pod_uid: Option<String>,

@@ -109,7 +109,7 @@ const K_WATCHED_UNTIL: &str = "watched_until_ms";
 
 /// The capture history in one file. `Send + Sync`: share it through an `Arc`;
 /// reads run concurrently, writes are serialized by redb.
-pub struct Store {
+pub struct RedbStore {
     db: Db,
     path: PathBuf,
 }
@@ -121,7 +121,7 @@ enum Db {
 
 const _: () = {
     const fn send_sync<T: Send + Sync>() {}
-    send_sync::<Store>();
+    send_sync::<RedbStore>();
 };
 
 fn builder() -> Builder {
@@ -159,11 +159,11 @@ fn len64(n: usize) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }
 
-impl Store {
+impl RedbStore {
     /// Opens the history for writing, creating the file (and its folders)
     /// when it does not exist. Only one process can have it open this way:
     /// a second gets [`HistoryError::Locked`].
-    pub fn open(path: &Path) -> Result<Store, HistoryError> {
+    pub fn open(path: &Path) -> Result<RedbStore, HistoryError> {
         guard(path, || {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 fs::create_dir_all(parent).map_err(|source| HistoryError::Io {
@@ -174,7 +174,7 @@ impl Store {
             let db = builder()
                 .create(path)
                 .map_err(|e| HistoryError::from_redb(path, e))?;
-            let store = Store {
+            let store = RedbStore {
                 db: Db::Write(db),
                 path: path.to_path_buf(),
             };
@@ -190,7 +190,7 @@ impl Store {
     /// A file left unclean by a watcher that was killed cannot be read by a
     /// read-only handle: it is repaired first by a short writable open (when
     /// no watcher has it), then opened read-only.
-    pub fn open_read_only(path: &Path) -> Result<Store, HistoryError> {
+    pub fn open_read_only(path: &Path) -> Result<RedbStore, HistoryError> {
         guard(path, || {
             match fs::metadata(path) {
                 Ok(m) if m.is_dir() => {
@@ -228,7 +228,7 @@ impl Store {
                 }
                 Err(e) => return Err(HistoryError::from_redb(path, e)),
             };
-            let store = Store {
+            let store = RedbStore {
                 db: Db::Read(db),
                 path: path.to_path_buf(),
             };
@@ -245,7 +245,7 @@ impl Store {
         &self.path
     }
 
-    /// Whether this store was opened with [`Store::open_read_only`].
+    /// Whether this store was opened with [`RedbStore::open_read_only`].
     pub fn is_read_only(&self) -> bool {
         matches!(self.db, Db::Read(_))
     }
@@ -257,7 +257,7 @@ impl Store {
         guard(&self.path, || self.write(|w| w.insert(c, &[])))
     }
 
-    /// [`Store::insert`] for many captures in one transaction (one disk sync):
+    /// [`RedbStore::insert`] for many captures in one transaction (one disk sync):
     /// the way to record a restart storm. A key repeated in `cs` is stored
     /// once; its later occurrences are reported as duplicates of it.
     pub fn insert_batch(&self, cs: &[Capture]) -> Result<Vec<Inserted>, HistoryError> {
@@ -266,7 +266,7 @@ impl Store {
         })
     }
 
-    /// [`Store::insert_batch`], each capture with the key names of the
+    /// [`RedbStore::insert_batch`], each capture with the key names of the
     /// ConfigMaps and Secrets its pod referenced (stored with it, counted
     /// in its stored bytes, pruned with it).
     pub fn insert_batch_with_keys(
@@ -511,7 +511,7 @@ impl Store {
         })
     }
 
-    /// Every container's baseline (see [`Store::update_baselines`]).
+    /// Every container's baseline (see [`RedbStore::update_baselines`]).
     pub fn baselines(&self) -> Result<HashMap<(String, String), i32>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
@@ -530,7 +530,7 @@ impl Store {
         })
     }
 
-    /// The last [`Store::set_checkpoint`], if a watcher ever wrote one.
+    /// The last [`RedbStore::set_checkpoint`], if a watcher ever wrote one.
     pub fn checkpoint(&self) -> Result<Option<Timestamp>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
@@ -839,9 +839,9 @@ impl Store {
     }
 }
 
-impl std::fmt::Debug for Store {
+impl std::fmt::Debug for RedbStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
+        f.debug_struct("RedbStore")
             .field("path", &self.path)
             .field("read_only", &self.is_read_only())
             .finish()
@@ -864,6 +864,7 @@ fn record_of(c: &Capture) -> Capture {
         owner_kind: c.owner_kind.clone(),
         owner: c.owner.clone(),
         node: c.node.clone(),
+        revision: None,
         finished_at: c.finished_at,
         observed_at: c.observed_at,
         reason: c.reason.clone(),
@@ -1159,5 +1160,112 @@ impl<'t> Writer<'t> {
                 .map_err(|e| HistoryError::from_redb(self.path, e))?;
         }
         Ok(())
+    }
+}
+
+impl crate::Store for RedbStore {
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+    fn is_read_only(&self) -> bool {
+        RedbStore::is_read_only(self)
+    }
+    fn insert_batch_with_keys(
+        &self,
+        cs: &[(&Capture, &[ConfigKeys])],
+    ) -> Result<Vec<Inserted>, HistoryError> {
+        RedbStore::insert_batch_with_keys(self, cs)
+    }
+    fn insert(&self, c: &Capture) -> Result<Inserted, HistoryError> {
+        RedbStore::insert(self, c)
+    }
+    fn insert_batch(&self, cs: &[Capture]) -> Result<Vec<Inserted>, HistoryError> {
+        RedbStore::insert_batch(self, cs)
+    }
+    fn config_keys(&self, ids: &[u64]) -> Result<HashMap<u64, Vec<ConfigKeys>>, HistoryError> {
+        RedbStore::config_keys(self, ids)
+    }
+    fn contains(&self, k: &TerminationKey) -> Result<bool, HistoryError> {
+        RedbStore::contains(self, k)
+    }
+    fn seen_keys(&self) -> Result<HashSet<TerminationKey>, HistoryError> {
+        RedbStore::seen_keys(self)
+    }
+    fn list(&self, q: &Query) -> Result<Vec<Record>, HistoryError> {
+        RedbStore::list(self, q)
+    }
+    fn get(&self, id: u64) -> Result<Option<Record>, HistoryError> {
+        RedbStore::get(self, id)
+    }
+    fn bundle(&self, id: u64) -> Result<Option<Vec<u8>>, HistoryError> {
+        RedbStore::bundle(self, id)
+    }
+    fn prune(&self, r: &Retention, now: Timestamp) -> Result<PruneStats, HistoryError> {
+        RedbStore::prune(self, r, now)
+    }
+    fn set_checkpoint(&self, at: Timestamp) -> Result<(), HistoryError> {
+        RedbStore::set_checkpoint(self, at)
+    }
+    fn checkpoint(&self) -> Result<Option<Timestamp>, HistoryError> {
+        RedbStore::checkpoint(self)
+    }
+    fn update_baselines(
+        &self,
+        set: &[(String, String, i32)],
+        forget: &HashSet<String>,
+        keep: Option<&HashSet<String>>,
+    ) -> Result<(), HistoryError> {
+        RedbStore::update_baselines(self, set, forget, keep)
+    }
+    fn baselines(&self) -> Result<HashMap<(String, String), i32>, HistoryError> {
+        RedbStore::baselines(self)
+    }
+    fn stats(&self) -> Result<Stats, HistoryError> {
+        RedbStore::stats(self)
+    }
+    fn group(&self, q: &Query, by: crate::GroupBy) -> Result<Vec<crate::Group>, HistoryError> {
+        let q = Query {
+            limit: None,
+            with_diagnosis: false,
+            ..q.clone()
+        };
+        Ok(crate::fleet::group(&RedbStore::list(self, &q)?, by))
+    }
+    fn new_causes(
+        &self,
+        q: &Query,
+        since: crate::Since,
+    ) -> Result<Vec<crate::NewCause>, HistoryError> {
+        let q = Query {
+            limit: None,
+            with_diagnosis: false,
+            ..q.clone()
+        };
+        let matching = RedbStore::list(self, &q)?;
+        let since = match since {
+            crate::Since::At(t) => t,
+            crate::Since::Revision(rev) => {
+                match matching
+                    .iter()
+                    .filter(|r| r.capture.revision.as_deref() == Some(rev.as_str()))
+                    .map(|r| r.capture.observed_at)
+                    .min()
+                {
+                    Some(t) => t,
+                    None => return Ok(Vec::new()),
+                }
+            }
+        };
+        // First sightings over the whole history of the same scope, not
+        // only of the queried window.
+        let all = RedbStore::list(
+            self,
+            &Query {
+                since: None,
+                until: None,
+                ..q.clone()
+            },
+        )?;
+        Ok(crate::fleet::new_causes(&all, &matching, since))
     }
 }

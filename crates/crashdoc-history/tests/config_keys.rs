@@ -4,7 +4,7 @@
 mod common;
 
 use common::capture;
-use crashdoc_history::{ConfigKeys, Query, Retention, SCHEMA_VERSION, Store};
+use crashdoc_history::{ConfigKeys, Query, RedbStore, Retention, SCHEMA_VERSION};
 
 fn temp() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -36,7 +36,7 @@ fn raw_version(path: &std::path::Path) -> u64 {
 #[test]
 fn key_names_are_stored_with_their_capture_and_pruned_with_it() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     let a = capture("shop", "web-1", Some("web"), "web", 1, 10, 100);
     let b = capture("shop", "web-1", Some("web"), "web", 2, 20, 100);
     let keys = [cm("app-config", &["MODEL_NAME", "LOG_LEVEL"])];
@@ -84,7 +84,7 @@ fn key_names_are_stored_with_their_capture_and_pruned_with_it() {
 fn a_schema_1_history_is_read_then_migrated_by_a_writer() {
     let (_dir, path) = temp();
     {
-        let store = Store::open(&path).unwrap();
+        let store = RedbStore::open(&path).unwrap();
         store
             .insert(&capture("shop", "web-1", Some("web"), "web", 1, 10, 50))
             .unwrap();
@@ -103,16 +103,16 @@ fn a_schema_1_history_is_read_then_migrated_by_a_writer() {
     }
     assert_eq!(raw_version(&path), 1);
     {
-        let ro = Store::open_read_only(&path).unwrap();
+        let ro = RedbStore::open_read_only(&path).unwrap();
         assert_eq!(ro.list(&Query::default()).unwrap().len(), 1);
         assert!(ro.config_keys(&[1]).unwrap().is_empty());
         ro.check_consistency().unwrap();
     }
     assert_eq!(raw_version(&path), 1, "a reader does not migrate");
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     drop(store);
     assert_eq!(raw_version(&path), SCHEMA_VERSION, "a writer migrates");
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     let c = capture("shop", "web-1", Some("web"), "web", 2, 20, 50);
     let keys = [cm("app-config", &["MODEL_NAME"])];
     let id = store.insert_batch_with_keys(&[(&c, &keys[..])]).unwrap()[0].id();

@@ -3,13 +3,13 @@
 mod common;
 
 use common::capture;
-use crashdoc_history::{HistoryError, Query, Store};
+use crashdoc_history::{HistoryError, Query, RedbStore};
 use std::path::Path;
 
 fn good_file(dir: &Path) -> Vec<u8> {
     let path = dir.join("good.redb");
     {
-        let store = Store::open(&path).unwrap();
+        let store = RedbStore::open(&path).unwrap();
         let cs: Vec<_> = (0..120)
             .map(|i| capture("a", "p", Some("web"), "c", i, i as i64, 600))
             .collect();
@@ -24,9 +24,9 @@ fn exercise(path: &Path, bytes: &[u8]) -> Vec<Result<(), HistoryError>> {
     for read_only in [false, true] {
         std::fs::write(path, bytes).unwrap();
         let store = if read_only {
-            Store::open_read_only(path)
+            RedbStore::open_read_only(path)
         } else {
-            Store::open(path)
+            RedbStore::open(path)
         };
         let store = match store {
             Ok(s) => s,
@@ -60,8 +60,8 @@ fn truncated_history_is_corrupted() {
     for cut in [100, 512, 4096, good.len() / 2] {
         std::fs::write(&path, &good[..cut]).unwrap();
         for err in [
-            Store::open(&path).unwrap_err(),
-            Store::open_read_only(&path).unwrap_err(),
+            RedbStore::open(&path).unwrap_err(),
+            RedbStore::open_read_only(&path).unwrap_err(),
         ] {
             assert!(
                 matches!(err, HistoryError::Corrupted { .. }),
@@ -85,8 +85,8 @@ fn damaged_header_is_corrupted() {
         }
         std::fs::write(&path, &bytes).unwrap();
         for err in [
-            Store::open(&path).unwrap_err(),
-            Store::open_read_only(&path).unwrap_err(),
+            RedbStore::open(&path).unwrap_err(),
+            RedbStore::open_read_only(&path).unwrap_err(),
         ] {
             assert!(
                 matches!(err, HistoryError::Corrupted { .. }),

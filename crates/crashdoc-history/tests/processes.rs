@@ -5,7 +5,7 @@
 mod common;
 
 use common::capture;
-use crashdoc_history::{HistoryError, Query, Store};
+use crashdoc_history::{HistoryError, Query, RedbStore};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -23,7 +23,7 @@ fn child() {
     let (Ok(mode), Ok(path)) = (std::env::var(MODE), std::env::var(PATH)) else {
         return;
     };
-    let store = Store::open(Path::new(&path)).unwrap();
+    let store = RedbStore::open(Path::new(&path)).unwrap();
     store
         .insert(&capture("a", "p", None, "c", 1, 1, 1000))
         .unwrap();
@@ -123,12 +123,12 @@ fn a_second_watcher_process_is_refused_and_history_reads_alongside() {
     let mut watcher = Other::start("hold", &path);
     watcher.expect("ready");
 
-    let err = Store::open(&path).unwrap_err();
+    let err = RedbStore::open(&path).unwrap_err();
     assert!(matches!(err, HistoryError::Locked { .. }), "{err:?}");
     assert!(err.to_string().contains("another `crashdoc watch`"));
 
     // `crashdoc history` reads while the watcher writes, and sees each commit.
-    let history = Store::open_read_only(&path).unwrap();
+    let history = RedbStore::open_read_only(&path).unwrap();
     assert_eq!(history.list(&Query::default()).unwrap().len(), 1);
     watcher.insert_one();
     watcher.insert_one();
@@ -140,7 +140,7 @@ fn a_second_watcher_process_is_refused_and_history_reads_alongside() {
 
     watcher.finish();
     // Once it stopped, the next watcher opens the file.
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     assert_eq!(store.stats().unwrap().captures, 3);
 }
 
@@ -166,11 +166,11 @@ fn history_of_a_killed_watcher_is_readable() {
 
     // A read-only open cannot repair; the store repairs with a short
     // writable open, then reads. Every committed capture is there.
-    let history = Store::open_read_only(&path).unwrap();
+    let history = RedbStore::open_read_only(&path).unwrap();
     assert_eq!(history.stats().unwrap().captures, 50);
     history.check_consistency().unwrap();
     drop(history);
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     assert_eq!(store.seen_keys().unwrap().len(), 50);
     store.check_consistency().unwrap();
 }

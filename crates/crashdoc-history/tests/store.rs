@@ -4,7 +4,7 @@ mod common;
 
 use common::{at, capture};
 use crashdoc_history::{
-    Capture, CaptureKind, HistoryError, Inserted, Query, Retention, Store, TerminationKey,
+    Capture, CaptureKind, HistoryError, Inserted, Query, RedbStore, Retention, TerminationKey,
 };
 use jiff::SignedDuration;
 use std::collections::HashSet;
@@ -23,7 +23,7 @@ fn ids(records: &[crashdoc_history::Record]) -> Vec<u64> {
 #[test]
 fn insert_then_duplicate() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     let c = capture("shop", "web-1", Some("web"), "app", 3, 10, 1000);
     assert_eq!(store.insert(&c).unwrap(), Inserted::New(1));
     assert!(store.contains(&c.key).unwrap());
@@ -52,7 +52,7 @@ fn insert_then_duplicate() {
 #[test]
 fn batch_is_one_transaction_with_dedup_inside() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     let first = capture("shop", "web-1", Some("web"), "app", 1, 1, 10);
     store.insert(&first).unwrap();
     let batch = vec![
@@ -93,7 +93,7 @@ fn reopen_keeps_everything_and_never_reuses_ids() {
         })
         .collect();
     {
-        let store = Store::open(&path).unwrap();
+        let store = RedbStore::open(&path).unwrap();
         store.insert_batch(&cs).unwrap();
         // Keep 3: the oldest two (ids 1 and 2) go.
         store
@@ -106,7 +106,7 @@ fn reopen_keeps_everything_and_never_reuses_ids() {
             )
             .unwrap();
     } // crashdoc watch stops
-    let store = Store::open(&path).unwrap(); // and starts again
+    let store = RedbStore::open(&path).unwrap(); // and starts again
     let seen = store.seen_keys().unwrap();
     let expected: HashSet<TerminationKey> = cs[2..].iter().map(|c| c.key.clone()).collect();
     assert_eq!(seen, expected);
@@ -126,7 +126,7 @@ fn reopen_keeps_everything_and_never_reuses_ids() {
     store.check_consistency().unwrap();
 }
 
-fn filter_fixture(store: &Store) {
+fn filter_fixture(store: &RedbStore) {
     let cs = vec![
         capture("shop", "web-1", Some("web"), "app", 1, 10, 10), // 1
         capture("shop", "web-1", Some("web"), "sidecar", 1, 20, 10), // 2
@@ -148,7 +148,7 @@ fn filter_fixture(store: &Store) {
 #[test]
 fn filters_are_anded() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     filter_fixture(&store);
     let q = |f: fn(&mut Query)| {
         let mut q = Query::default();
@@ -273,7 +273,7 @@ fn filters_are_anded() {
 #[test]
 fn list_is_newest_first_then_by_id_and_never_loads_bundles() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     // Inserted out of order, two observed at the same instant.
     store
         .insert(&capture("a", "p", None, "c", 1, 30, 500))
@@ -312,7 +312,7 @@ fn list_is_newest_first_then_by_id_and_never_loads_bundles() {
 #[test]
 fn bundle_export_round_trip() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     let big = capture("shop", "web-1", Some("web"), "app", 1, 1, 3 << 20);
     let status_only = capture("shop", "web-1", Some("web"), "app", 2, 2, 0);
     assert_eq!(status_only.kind, CaptureKind::StatusOnly);
@@ -342,7 +342,7 @@ fn bundle_export_round_trip() {
     store.insert_batch(&pieces).unwrap();
     store.check_consistency().unwrap();
     drop(store);
-    let store = Store::open_read_only(&path).unwrap();
+    let store = RedbStore::open_read_only(&path).unwrap();
     assert_eq!(store.bundle(1).unwrap(), big.bundle);
     assert_eq!(store.get(1).unwrap().unwrap().capture, big);
     assert_eq!(store.bundle(2).unwrap(), None);
@@ -363,7 +363,7 @@ fn bundle_export_round_trip() {
 #[test]
 fn prune_by_age() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     for i in 0..10 {
         store
             .insert(&capture("a", "p", None, "c", i, i as i64 * 60, 100))
@@ -423,7 +423,7 @@ fn prune_by_age() {
 #[test]
 fn prune_by_count_and_bytes() {
     let (_dir, path) = temp();
-    let store = Store::open(&path).unwrap();
+    let store = RedbStore::open(&path).unwrap();
     for i in 0..20 {
         store
             .insert(&capture("a", "p", None, "c", i, i as i64, 10_000))
@@ -496,7 +496,7 @@ fn prune_by_count_and_bytes() {
 #[test]
 fn concurrent_inserts_from_threads() {
     let (_dir, path) = temp();
-    let store = Arc::new(Store::open(&path).unwrap());
+    let store = Arc::new(RedbStore::open(&path).unwrap());
     // 6 threads, each inserting 40 terminations; threads 0/1, 2/3 and 4/5
     // record the same ones (two watchers' tasks racing on one event).
     let handles: Vec<_> = (0..6)
@@ -538,15 +538,15 @@ fn concurrent_inserts_from_threads() {
 fn read_only_store_follows_the_writer_and_refuses_writes() {
     let (_dir, path) = temp();
     assert!(matches!(
-        Store::open_read_only(&path),
+        RedbStore::open_read_only(&path),
         Err(HistoryError::NotFound { .. })
     ));
-    let writer = Store::open(&path).unwrap();
+    let writer = RedbStore::open(&path).unwrap();
     writer
         .insert(&capture("a", "p", None, "c", 1, 1, 10))
         .unwrap();
     // Another handle (in this process, as `crashdoc history` would in its own).
-    let reader = Store::open_read_only(&path).unwrap();
+    let reader = RedbStore::open_read_only(&path).unwrap();
     assert!(reader.is_read_only());
     assert_eq!(reader.stats().unwrap().captures, 1);
     writer
@@ -562,21 +562,21 @@ fn read_only_store_follows_the_writer_and_refuses_writes() {
         assert!(matches!(err, HistoryError::ReadOnly { .. }), "{err:?}");
     }
     // Several readers at once.
-    let reader2 = Store::open_read_only(&path).unwrap();
+    let reader2 = RedbStore::open_read_only(&path).unwrap();
     assert_eq!(reader2.stats().unwrap().captures, 2);
 }
 
 #[test]
 fn second_writer_gets_the_locked_error() {
     let (_dir, path) = temp();
-    let first = Store::open(&path).unwrap();
-    let err = Store::open(&path).unwrap_err();
+    let first = RedbStore::open(&path).unwrap();
+    let err = RedbStore::open(&path).unwrap_err();
     assert!(matches!(err, HistoryError::Locked { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(msg.contains("another `crashdoc watch`"), "{msg}");
     assert!(msg.contains(&path.display().to_string()), "{msg}");
     drop(first);
-    Store::open(&path).unwrap();
+    RedbStore::open(&path).unwrap();
 }
 
 #[test]
@@ -599,8 +599,8 @@ fn garbage_files_are_refused_without_panicking() {
         let path = dir.path().join(name);
         std::fs::write(&path, &bytes).unwrap();
         for err in [
-            Store::open(&path).unwrap_err(),
-            Store::open_read_only(&path).unwrap_err(),
+            RedbStore::open(&path).unwrap_err(),
+            RedbStore::open_read_only(&path).unwrap_err(),
         ] {
             assert!(
                 matches!(err, HistoryError::NotCrashdoc { .. }),
@@ -619,16 +619,16 @@ fn garbage_files_are_refused_without_panicking() {
     let empty = dir.path().join("empty");
     std::fs::write(&empty, b"").unwrap();
     assert!(matches!(
-        Store::open_read_only(&empty),
+        RedbStore::open_read_only(&empty),
         Err(HistoryError::NotCrashdoc { .. })
     ));
-    Store::open(&empty).unwrap();
+    RedbStore::open(&empty).unwrap();
     // A folder.
     assert!(matches!(
-        Store::open_read_only(dir.path()),
+        RedbStore::open_read_only(dir.path()),
         Err(HistoryError::NotCrashdoc { .. })
     ));
-    assert!(Store::open(dir.path()).is_err());
+    assert!(RedbStore::open(dir.path()).is_err());
 }
 
 #[test]
@@ -645,8 +645,8 @@ fn another_programs_redb_file_is_not_a_history() {
         txn.commit().unwrap();
     }
     for err in [
-        Store::open(&path).unwrap_err(),
-        Store::open_read_only(&path).unwrap_err(),
+        RedbStore::open(&path).unwrap_err(),
+        RedbStore::open_read_only(&path).unwrap_err(),
     ] {
         assert!(matches!(err, HistoryError::NotCrashdoc { .. }), "{err:?}");
     }
@@ -655,7 +655,7 @@ fn another_programs_redb_file_is_not_a_history() {
 #[test]
 fn other_schema_versions_are_refused() {
     let (_dir, path) = temp();
-    Store::open(&path)
+    RedbStore::open(&path)
         .unwrap()
         .insert(&capture("a", "p", None, "c", 1, 1, 10))
         .unwrap();
@@ -674,8 +674,8 @@ fn other_schema_versions_are_refused() {
             txn.commit().unwrap();
         }
         for err in [
-            Store::open(&path).unwrap_err(),
-            Store::open_read_only(&path).unwrap_err(),
+            RedbStore::open(&path).unwrap_err(),
+            RedbStore::open_read_only(&path).unwrap_err(),
         ] {
             let msg = err.to_string();
             let HistoryError::SchemaVersion {
@@ -721,16 +721,16 @@ fn checkpoint_survives_a_reopen() {
     let path = dir.path().join("h.redb");
     let at: jiff::Timestamp = "2026-11-29T10:00:00.123Z".parse().unwrap();
     {
-        let s = crashdoc_history::Store::open(&path).unwrap();
+        let s = crashdoc_history::RedbStore::open(&path).unwrap();
         assert_eq!(s.checkpoint().unwrap(), None);
         s.set_checkpoint(at).unwrap();
     }
-    let s = crashdoc_history::Store::open(&path).unwrap();
+    let s = crashdoc_history::RedbStore::open(&path).unwrap();
     assert_eq!(s.checkpoint().unwrap(), Some(at));
-    let r = crashdoc_history::Store::open_read_only(&path);
+    let r = crashdoc_history::RedbStore::open_read_only(&path);
     drop(s);
     let r = r
-        .or_else(|_| crashdoc_history::Store::open_read_only(&path))
+        .or_else(|_| crashdoc_history::RedbStore::open_read_only(&path))
         .unwrap();
     assert!(r.set_checkpoint(at).is_err(), "read-only");
 }
@@ -740,7 +740,7 @@ fn baselines_only_rise_and_follow_the_pods() {
     use std::collections::HashSet;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.redb");
-    let s = crashdoc_history::Store::open(&path).unwrap();
+    let s = crashdoc_history::RedbStore::open(&path).unwrap();
     assert!(s.baselines().unwrap().is_empty());
     let none = HashSet::new();
     let set = |u: &str, n| (u.to_string(), "app".to_string(), n);
@@ -755,7 +755,7 @@ fn baselines_only_rise_and_follow_the_pods() {
     let keep: HashSet<String> = ["u3".to_string()].into();
     s.update_baselines(&[], &none, Some(&keep)).unwrap();
     drop(s);
-    let b = crashdoc_history::Store::open(&path)
+    let b = crashdoc_history::RedbStore::open(&path)
         .unwrap()
         .baselines()
         .unwrap();

@@ -349,7 +349,7 @@ async fn a_watch_broken_by_410_gone_relists_and_loses_no_termination() {
     assert!(on_pods[3].1.contains("resourceVersion=20"), "{on_pods:?}");
     // The aborted retention task lets go of the database on its next poll.
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let store = crashdoc_history::Store::open(&db).unwrap();
+    let store = crashdoc_history::RedbStore::open(&db).unwrap();
     assert_eq!(store.stats().unwrap().captures, 1);
 }
 

@@ -569,7 +569,7 @@ async fn watched(
     assert_eq!((summary.terminations, summary.captures), (1, 1));
     assert!(m.seen().iter().all(|s| s.method == "GET"));
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let store = crashdoc_history::Store::open(&db).unwrap();
+    let store = crashdoc_history::RedbStore::open(&db).unwrap();
     let all = store.list(&crashdoc_history::Query::default()).unwrap();
     assert_eq!(all.len(), 1);
     let bundle = store.bundle(all[0].id).unwrap();

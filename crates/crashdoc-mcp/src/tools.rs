@@ -467,7 +467,7 @@ fn history(p: HistoryParams, db: Option<PathBuf>) -> anyhow::Result<(Value, Stri
     let path = db.context(
         "no history database: the server was started without one (pass `db`, or start it with --db or CRASHDOC_DB)",
     )?;
-    let store = crashdoc_history::Store::open_read_only(&path)
+    let store = crashdoc_history::RedbStore::open_read_only(&path)
         .with_context(|| format!("cannot read the history {}", path.display()))?;
     match (p.export, &p.output) {
         (Some(id), Some(out)) => {

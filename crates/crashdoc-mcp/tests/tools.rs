@@ -278,7 +278,7 @@ async fn explain_gives_the_rule_documentation() {
 /// A history as `crashdoc watch` writes it, from a shipped example.
 fn history_db(dir: &Path) -> PathBuf {
     use crashdoc_core::ingest::bundle::{PodFiles, tar_gz_bytes};
-    use crashdoc_history::{Capture, CaptureKind, Store, TerminationKey};
+    use crashdoc_history::{Capture, CaptureKind, RedbStore, TerminationKey};
     let ex = repo().join("examples/vllm-oom");
     let files: Vec<(String, Vec<u8>)> = ["describe-pod.txt", "logs-previous.txt"]
         .iter()
@@ -291,7 +291,7 @@ fn history_db(dir: &Path) -> PathBuf {
     }];
     let bundle = tar_gz_bytes(&pods, None, "2026-11-29T10:00:00Z").expect("bundle");
     let db = dir.join("history.redb");
-    let store = Store::open(&db).expect("open");
+    let store = RedbStore::open(&db).expect("open");
     for (n, reason, code, cause, pod) in [
         (3, "OOMKilled", 137, "oom-killed", "vllm-7d9f8b6c5d-x2x9k"),
         (4, "OOMKilled", 137, "oom-killed", "vllm-7d9f8b6c5d-x2x9k"),
@@ -306,6 +306,7 @@ fn history_db(dir: &Path) -> PathBuf {
                 owner_kind: Some("Deployment".into()),
                 owner: Some(if web { "web" } else { "vllm" }.into()),
                 node: None,
+                revision: None,
                 finished_at: Some(format!("2026-11-29T10:0{n}:00Z").parse().expect("time")),
                 observed_at: format!("2026-11-29T10:0{n}:01Z").parse().expect("time"),
                 reason: Some(reason.into()),

@@ -219,7 +219,7 @@ pub type KeySets = std::collections::HashMap<u64, Vec<crashdoc_history::ConfigKe
 
 /// The key names kept with `records` and the key changes among them.
 pub fn key_history(
-    store: &crashdoc_history::Store,
+    store: &dyn crashdoc_history::Store,
     records: &[Record],
 ) -> Result<(KeySets, Vec<KeyChange>), crashdoc_history::HistoryError> {
     let ids: Vec<u64> = records.iter().map(|r| r.id).collect();
@@ -264,6 +264,7 @@ mod tests {
                 owner_kind: Some("Deployment".into()),
                 owner: Some("web".into()),
                 node: None,
+                revision: None,
                 finished_at: None,
                 observed_at: jiff::Timestamp::from_second(1_764_583_200 + secs).unwrap(),
                 reason: None,
@@ -364,7 +365,7 @@ mod tests {
     #[test]
     fn key_names_stored_by_the_watch_come_back_from_the_file() {
         let dir = std::env::temp_dir().join(format!("crashdoc-key-history-{}", std::process::id()));
-        let store = crashdoc_history::Store::open(&dir.join("history.redb")).unwrap();
+        let store = crashdoc_history::RedbStore::open(&dir.join("history.redb")).unwrap();
         let (a, b) = (rec(0, 100, "web-1").capture, rec(0, 200, "web-2").capture);
         let (ka, kb) = (cm(Some(true), &["A", "B"]), cm(Some(true), &["A"]));
         store

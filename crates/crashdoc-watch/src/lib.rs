@@ -42,7 +42,7 @@ pub mod server;
 pub mod session;
 pub mod track;
 
-use crashdoc_history::{Retention, Store};
+use crashdoc_history::{RedbStore, Retention};
 use crashdoc_kube::CollectOptions;
 use futures::StreamExt;
 use inflight::{InFlight, Token};
@@ -184,7 +184,7 @@ pub async fn run(
             "capture concurrency and queue capacity must be at least 1".into(),
         ));
     }
-    let store = Arc::new(Store::open(&cfg.db)?);
+    let store = Arc::new(RedbStore::open(&cfg.db)?);
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
     if let Ok(s) = store.stats() {
@@ -280,7 +280,7 @@ pub async fn run(
 pub(crate) struct Shared {
     client: kube::Client,
     cfg: Arc<Config>,
-    store: Arc<Store>,
+    store: Arc<RedbStore>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     webhooks: Vec<Arc<notify::Webhook>>,

@@ -200,6 +200,7 @@ fn build(
     };
     let capture = Capture {
         key: TerminationKey {
+            cluster: String::new(),
             pod_uid: job.term.uid.clone(),
             container: job.term.container.clone(),
             restart_count: job.term.restart_count,
@@ -209,6 +210,7 @@ fn build(
         owner_kind: job.workload.as_ref().map(|w| w.0.clone()),
         owner: job.workload.as_ref().map(|w| w.1.clone()),
         node: job.node.clone(),
+        revision: None,
         finished_at: job.term.finished_at,
         observed_at: job.observed_at,
         reason: job.term.reason.clone(),

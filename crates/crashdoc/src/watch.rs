@@ -3,7 +3,7 @@
 
 use crate::live::{self, ClusterArgs};
 use anyhow::Context as _;
-use crashdoc_history::{Record, Retention, Store};
+use crashdoc_history::{Record, RedbStore, Retention};
 use crashdoc_watch::{Config, LeaderElection, WebhookConfig, notify};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -261,7 +261,7 @@ async fn shutdown_signal() {
 
 pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
     let path = a.db.path()?;
-    let store = Store::open_read_only(&path)
+    let store = RedbStore::open_read_only(&path)
         .with_context(|| format!("cannot read the history {}", path.display()))?;
     if let (Some(id), Some(out)) = (a.export, &a.output) {
         return export(&store, id, out);
@@ -378,7 +378,7 @@ fn by_reason(records: &[Record]) -> String {
     format!("by reason: {}", parts.join(", "))
 }
 
-fn export(store: &Store, id: u64, out: &Path) -> anyhow::Result<()> {
+fn export(store: &RedbStore, id: u64, out: &Path) -> anyhow::Result<()> {
     let bytes = store.bundle(id)?.with_context(|| {
         format!("capture {id} has no bundle (or no capture has that id); see `crashdoc history`")
     })?;

@@ -339,7 +339,7 @@ fn cluster_info_dump_tree() {
 /// A history as `crashdoc watch` writes it, from a shipped example.
 fn history_db(dir: &Path) -> PathBuf {
     use crashdoc_core::ingest::bundle::{PodFiles, tar_gz_bytes};
-    use crashdoc_history::{Capture, CaptureKind, Store, TerminationKey};
+    use crashdoc_history::{Capture, CaptureKind, RedbStore, TerminationKey};
     let example = repo().join("examples/vllm-oom");
     let files: Vec<(String, Vec<u8>)> = ["describe-pod.txt", "logs-previous.txt"]
         .iter()
@@ -357,7 +357,7 @@ fn history_db(dir: &Path) -> PathBuf {
     }];
     let bundle = tar_gz_bytes(&pods, None, "2026-11-29T10:00:00Z").expect("bundle");
     let db = dir.join("history.redb");
-    let store = Store::open(&db).expect("open");
+    let store = RedbStore::open(&db).expect("open");
     for (n, reason, code, cause) in [
         (3, "OOMKilled", 137, "oom-killed"),
         (4, "OOMKilled", 137, "oom-killed"),
@@ -365,6 +365,7 @@ fn history_db(dir: &Path) -> PathBuf {
     ] {
         let c = Capture {
             key: TerminationKey {
+                cluster: String::new(),
                 pod_uid: "uid-1".into(),
                 container: "vllm".into(),
                 restart_count: n,
@@ -374,6 +375,7 @@ fn history_db(dir: &Path) -> PathBuf {
             owner_kind: Some("Deployment".into()),
             owner: Some("vllm".into()),
             node: Some("gpu-1".into()),
+            revision: None,
             finished_at: Some(format!("2026-11-29T10:0{n}:00Z").parse().unwrap()),
             observed_at: format!("2026-11-29T10:0{n}:01Z").parse().unwrap(),
             reason: Some(reason.into()),

@@ -258,7 +258,7 @@ fn evidence_mode_carries_the_measured_startup_into_the_budget_check() {
 #[test]
 fn history_gives_the_probe_budget_check_the_longest_startup_seen() {
     use crashdoc_core::ingest::bundle::{PodFiles, tar_gz_bytes};
-    use crashdoc_history::{Capture, CaptureKind, Store, TerminationKey};
+    use crashdoc_history::{Capture, CaptureKind, RedbStore, TerminationKey};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("history.redb");
     let capture = |restart: i32, secs: u32| {
@@ -289,6 +289,7 @@ fn history_gives_the_probe_budget_check_the_longest_startup_seen() {
             owner_kind: Some("Deployment".into()),
             owner: Some("search".into()),
             node: None,
+            revision: None,
             finished_at: None,
             observed_at: jiff::Timestamp::from_second(1_764_583_200 + i64::from(restart)).unwrap(),
             reason: Some("Error".into()),
@@ -306,7 +307,7 @@ fn history_gives_the_probe_budget_check_the_longest_startup_seen() {
         }
     };
     {
-        let s = Store::open(&db).unwrap();
+        let s = RedbStore::open(&db).unwrap();
         s.insert(&capture(1, 41)).unwrap();
         s.insert(&capture(2, 180)).unwrap();
     }

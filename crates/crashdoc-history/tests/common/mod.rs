@@ -40,6 +40,7 @@ pub fn capture(
         owner_kind: owner.map(|_| "Deployment".to_string()),
         owner: owner.map(str::to_string),
         node: Some("node-1".to_string()),
+        revision: None,
         finished_at: Some(at(secs - 1)),
         observed_at: at(secs),
         reason: Some("OOMKilled".to_string()),

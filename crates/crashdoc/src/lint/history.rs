@@ -8,7 +8,7 @@
 
 use anyhow::Context as _;
 use crashdoc_core::ingest::bundle::{PodFiles, read_memory};
-use crashdoc_history::{Query, Store};
+use crashdoc_history::{Query, RedbStore};
 use crashdoc_lint::MeasuredStartup;
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -56,7 +56,7 @@ fn unpack(bytes: &[u8]) -> std::io::Result<Vec<PodFiles>> {
 
 /// The longest startup each workload of the history shows.
 pub fn startups(path: &Path) -> anyhow::Result<(Vec<MeasuredStartup>, usize)> {
-    let store = Store::open_read_only(path)
+    let store = RedbStore::open_read_only(path)
         .with_context(|| format!("cannot read the history {}", path.display()))?;
     let records = store
         .list(&Query::default())
@@ -153,6 +153,7 @@ mod tests {
             owner_kind: owner.map(|_| "Deployment".into()),
             owner: owner.map(str::to_string),
             node: None,
+            revision: None,
             finished_at: None,
             observed_at: jiff::Timestamp::from_second(1_764_583_200 + i64::from(restart)).unwrap(),
             reason: Some("Error".into()),
@@ -179,7 +180,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("history.redb");
         {
-            let s = Store::open(&db).unwrap();
+            let s = RedbStore::open(&db).unwrap();
             s.insert(&capture(
                 "search-7d9f8-a",
                 1,
