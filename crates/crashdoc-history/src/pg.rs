@@ -1478,8 +1478,8 @@ impl Session {
             GroupBy::Node => "node",
         };
         sql.text = format!(
-            "SELECT {k}, cause, sum(n)::bigint, count(DISTINCT pod_uid), min(first_at), max(last_at), GROUPING(cause) \
-             FROM ({m}) r GROUP BY GROUPING SETS (({k}, cause), ({k}))"
+            "SELECT gk, gc, sum(n)::bigint, count(DISTINCT pod_uid), min(first_at), max(last_at), GROUPING(gc) \
+             FROM (SELECT {k} AS gk, cause AS gc, pod_uid, n, first_at, last_at FROM ({m}) m) r GROUP BY GROUPING SETS ((gk, gc), (gk))"
         );
         sql
     }

@@ -143,7 +143,7 @@ const K_WATCHED_UNTIL: &str = "watched_until_ms";
 /// The capture history in one file. `Send + Sync`: share it through an `Arc`;
 /// reads run concurrently, writes are serialized by redb.
 pub struct RedbStore {
-    db: Db,
+    db: std::sync::Arc<Db>,
     path: PathBuf,
     /// The cluster of the writer-side state ([`RedbStore::for_cluster`]).
     cluster: Option<String>,
@@ -212,7 +212,7 @@ impl RedbStore {
                 .create(path)
                 .map_err(|e| HistoryError::from_redb(path, e))?;
             let store = RedbStore {
-                db: Db::Write(db),
+                db: std::sync::Arc::new(Db::Write(db)),
                 path: path.to_path_buf(),
                 cluster: None,
                 legacy: false,
@@ -268,7 +268,7 @@ impl RedbStore {
                 Err(e) => return Err(HistoryError::from_redb(path, e)),
             };
             let mut store = RedbStore {
-                db: Db::Read(db),
+                db: std::sync::Arc::new(Db::Read(db)),
                 path: path.to_path_buf(),
                 cluster: None,
                 legacy: false,
@@ -297,6 +297,17 @@ impl RedbStore {
         self
     }
 
+    /// Another handle on the same open file, scoped to `cluster` (`None`:
+    /// unscoped): one process writing for several clusters.
+    pub fn with_cluster(&self, cluster: Option<String>) -> RedbStore {
+        RedbStore {
+            db: self.db.clone(),
+            path: self.path.clone(),
+            cluster,
+            legacy: self.legacy,
+        }
+    }
+
     /// The cluster this handle is scoped to.
     pub fn cluster(&self) -> Option<&str> {
         self.cluster.as_deref()
@@ -320,7 +331,7 @@ impl RedbStore {
 
     /// Whether this store was opened with [`RedbStore::open_read_only`].
     pub fn is_read_only(&self) -> bool {
-        matches!(self.db, Db::Read(_))
+        matches!(*self.db, Db::Read(_))
     }
 
     /// Stores a capture, unless its key is already stored: then nothing is
@@ -588,7 +599,7 @@ impl RedbStore {
     /// finished after it, so a watcher that was killed loses nothing that
     /// happened while it was down.
     pub fn set_checkpoint(&self, at: Timestamp) -> Result<(), HistoryError> {
-        let Db::Write(db) = &self.db else {
+        let Db::Write(db) = &*self.db else {
             return Err(self.read_only_err());
         };
         guard(&self.path, || {
@@ -612,7 +623,7 @@ impl RedbStore {
         forget: &HashSet<String>,
         keep: Option<&HashSet<String>>,
     ) -> Result<(), HistoryError> {
-        let Db::Write(db) = &self.db else {
+        let Db::Write(db) = &*self.db else {
             return Err(self.read_only_err());
         };
         let me = self.state_cluster();
@@ -951,7 +962,7 @@ impl RedbStore {
     }
 
     fn read(&self) -> Result<ReadTransaction, HistoryError> {
-        match &self.db {
+        match &*self.db {
             Db::Write(db) => db.begin_read(),
             Db::Read(db) => db.begin_read(),
         }
@@ -989,7 +1000,7 @@ impl RedbStore {
     /// Checks the schema version of an existing history, or lays out the
     /// tables of a new one.
     fn init(&self) -> Result<(), HistoryError> {
-        let Db::Write(db) = &self.db else {
+        let Db::Write(db) = &*self.db else {
             return Err(self.read_only_err());
         };
         let txn = db.begin_write().map_err(|e| self.err(e))?;
@@ -1122,7 +1133,7 @@ impl RedbStore {
         &self,
         f: impl FnOnce(&mut Writer<'_>) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
-        let Db::Write(db) = &self.db else {
+        let Db::Write(db) = &*self.db else {
             return Err(self.read_only_err());
         };
         let txn = db.begin_write().map_err(|e| self.err(e))?;

@@ -23,8 +23,6 @@ fn cm(name: &str, keys: &[&str]) -> ConfigKeys {
 }
 
 const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("crashdoc_history.meta");
-const CONFIG_KEYS: redb::TableDefinition<u64, &[u8]> =
-    redb::TableDefinition::new("crashdoc_history.config_keys");
 
 fn raw_version(path: &std::path::Path) -> u64 {
     let db = redb::Database::create(path).unwrap();
