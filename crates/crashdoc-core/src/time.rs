@@ -84,10 +84,41 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs(secs))
 }
 
+/// A `--since`: a duration before `now` (`2h`, `7d`) or an RFC 3339
+/// instant (`2026-12-01T08:00:00Z`).
+pub fn parse_since(s: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, String> {
+    if let Ok(t) = s.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    let d = parse_duration(s).map_err(|_| {
+        format!("`{s}` is neither a duration like 2h or 7d nor a time like 2026-12-01T08:00:00Z")
+    })?;
+    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    Ok(now
+        .checked_sub(jiff::SignedDuration::from_secs(secs))
+        .unwrap_or(jiff::Timestamp::MIN))
+}
+
 #[cfg(test)]
 mod duration_tests {
     use super::parse_duration;
     use std::time::Duration;
+
+    #[test]
+    fn since_is_a_duration_ago_or_an_instant() {
+        let now: jiff::Timestamp = "2026-12-02T03:00:00Z".parse().unwrap();
+        assert_eq!(
+            super::parse_since("2h", now).map(|t| t.to_string()),
+            Ok("2026-12-02T01:00:00Z".to_string())
+        );
+        assert_eq!(
+            super::parse_since("2026-11-30T08:00:00Z", now).map(|t| t.to_string()),
+            Ok("2026-11-30T08:00:00Z".to_string())
+        );
+        // Near misses: a date without a time zone, a unit kubectl does not use.
+        assert!(super::parse_since("2026-11-30 08:00", now).is_err());
+        assert!(super::parse_since("2w", now).is_err());
+    }
 
     #[test]
     fn durations_in_every_unit() {

@@ -215,7 +215,8 @@ pub struct NewCause {
 pub struct SpoolStats {
     /// Captures waiting for the database.
     pub depth: u64,
-    /// When the oldest waiting capture was spooled.
+    /// The `observed_at` of the oldest waiting capture (captures are
+    /// spooled right after they are observed): the spool's age.
     pub oldest: Option<Timestamp>,
     /// Captures not kept because the spool was full, since this process
     /// started.

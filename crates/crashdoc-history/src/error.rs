@@ -1,5 +1,6 @@
 //! Errors of the history store, and the mapping from redb's.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// Why the history could not be opened, read or written.
@@ -22,13 +23,14 @@ pub enum HistoryError {
     #[error("{path} is not a crashdoc history database: {detail}")]
     NotCrashdoc { path: PathBuf, detail: String },
 
-    /// A crashdoc history written with another layout.
+    /// A crashdoc history written with another layout. `location` is a
+    /// file path or a database URL with its password masked.
     #[error(
-        "the history {path} has schema version {found}, this crashdoc reads version {supported}{}",
+        "the history {location} has schema version {found}, this crashdoc reads version {supported}{}",
         if *found > *supported { ": it was written by a newer crashdoc" } else { ": an older crashdoc wrote it" }
     )]
     SchemaVersion {
-        path: PathBuf,
+        location: String,
         found: u64,
         supported: u64,
     },
@@ -60,13 +62,44 @@ pub enum HistoryError {
         source: serde_json::Error,
     },
 
-    /// A bundle or diagnosis larger than [`crate::MAX_BLOB_BYTES`].
-    #[error("the capture's {what} of {bytes} bytes is too large to store (the limit is 4 GiB)")]
-    TooLarge { what: &'static str, bytes: u64 },
+    /// A bundle or diagnosis larger than the store takes
+    /// ([`crate::MAX_BLOB_BYTES`] in a file, 1 GiB in PostgreSQL).
+    #[error(
+        "the capture's {what} of {bytes} bytes is too large to store (the limit is {limit} bytes)"
+    )]
+    TooLarge {
+        what: &'static str,
+        bytes: u64,
+        limit: u64,
+    },
 
-    /// A write on a store opened with [`crate::RedbStore::open_read_only`].
-    #[error("the history {path} was opened read-only")]
-    ReadOnly { path: PathBuf },
+    /// A write on a store opened read-only. `location` is a file path or a
+    /// masked database URL.
+    #[error("the history {location} was opened read-only")]
+    ReadOnly { location: String },
+
+    /// The database could not be reached: the connection was refused, timed
+    /// out or was lost. `location` is the masked URL. `spool` describes the
+    /// local spool of a [`crate::SpoolingStore`] (its file and depth) when
+    /// there is one.
+    #[error("the history database {location} is unreachable: {detail}")]
+    Unavailable {
+        location: String,
+        detail: String,
+        spool: Option<String>,
+    },
+
+    /// The database refused the credentials (never shown).
+    #[error("the history database {location} refused the login: {detail}")]
+    Auth { location: String, detail: String },
+
+    /// The database `location` (masked) was reached, but failed otherwise.
+    #[error("the history database {location} failed: {detail}")]
+    Database { location: String, detail: String },
+
+    /// A `--db` location or an option that cannot be used.
+    #[error("invalid history location {location}: {detail}")]
+    Config { location: String, detail: String },
 
     /// A broken invariant of this crate (a bug), reported instead of a panic.
     #[error("internal error of the history store: {detail}")]
@@ -86,6 +119,20 @@ impl crashdoc_core::Hint for HistoryError {
     /// `crashdoc history`.
     fn hint(&self) -> Option<std::borrow::Cow<'_, str>> {
         let h = match self {
+            HistoryError::Unavailable { spool: Some(s), .. } => {
+                return Some(Cow::Owned(format!(
+                    "captures are kept in the local spool meanwhile ({s}) and move to the database when it is back; check that the database is running and reachable (host, port, firewall, sslmode)"
+                )));
+            }
+            HistoryError::Unavailable { spool: None, .. } => {
+                "check that the database is running and reachable from here (host, port, firewall, sslmode); a watcher with a spool keeps its captures locally meanwhile"
+            }
+            HistoryError::Auth { .. } => {
+                "check the user and the password (from the URL, the password file or PGPASSWORD) and the server's pg_hba.conf"
+            }
+            HistoryError::Config { .. } => {
+                "--db takes a file path or a URL postgres://user@host:port/dbname?sslmode=require"
+            }
             HistoryError::Locked { .. } => {
                 "stop the other watcher, or point this one at another history file with --db; `crashdoc history` can read the file while a watcher runs"
             }
@@ -97,7 +144,9 @@ impl crashdoc_core::Hint for HistoryError {
             }
             HistoryError::SchemaVersion {
                 found, supported, ..
-            } if found > supported => "upgrade crashdoc, or use another history file",
+            } if found > supported => {
+                "upgrade crashdoc: a newer crashdoc wrote this history (or use another one)"
+            }
             HistoryError::SchemaVersion { .. } => {
                 "move the file aside (it will not be converted): `crashdoc watch` creates a new history"
             }
@@ -107,6 +156,7 @@ impl crashdoc_core::Hint for HistoryError {
             | HistoryError::TooLarge { .. }
             | HistoryError::ReadOnly { .. }
             | HistoryError::Internal { .. }
+            | HistoryError::Database { .. }
             | HistoryError::Storage { .. } => return None,
         };
         Some(std::borrow::Cow::Borrowed(h))
@@ -115,6 +165,12 @@ impl crashdoc_core::Hint for HistoryError {
 
 impl HistoryError {
     /// Classifies a redb error met while using the file at `path`.
+    /// Whether the error says the database could not be reached (so that a
+    /// [`crate::SpoolingStore`] keeps the capture locally instead).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, HistoryError::Unavailable { .. })
+    }
+
     pub(crate) fn from_redb(path: &Path, err: impl Into<redb::Error>) -> HistoryError {
         let path = path.to_path_buf();
         match err.into() {
@@ -171,13 +227,13 @@ mod tests {
         assert!(!e.to_string().contains("move"), "{e}");
         assert!(e.hint().is_some_and(|h| h.contains("move the file aside")));
         let newer = HistoryError::SchemaVersion {
-            path: "h.redb".into(),
+            location: "h.redb".into(),
             found: 9,
             supported: 1,
         };
         assert!(newer.hint().is_some_and(|h| h.contains("upgrade")));
         let older = HistoryError::SchemaVersion {
-            path: "h.redb".into(),
+            location: "h.redb".into(),
             found: 0,
             supported: 1,
         };

@@ -190,18 +190,37 @@ pub enum Inserted {
     New(u64),
     /// The key was already stored, under this id; nothing was written.
     Duplicate(u64),
+    /// Not stored yet: the database was unreachable, so a
+    /// [`crate::SpoolingStore`] queued the capture in its local spool (or
+    /// found it already queued there). It gets an id when the spool drains
+    /// into the database; until then it is in no listing. See the module
+    /// `spool` docs for when a spooled capture can still be lost.
+    Spooled,
+    /// Not stored at all: the database was unreachable and the spool was
+    /// full, so the capture was dropped (and counted in
+    /// [`crate::SpoolStats::dropped`]).
+    Dropped,
 }
 
 impl Inserted {
-    /// The id of the stored capture, new or not.
-    pub fn id(self) -> u64 {
+    /// The id of the stored capture, new or not; `None` when it is not in
+    /// the database (spooled, or dropped).
+    pub fn id(self) -> Option<u64> {
         match self {
-            Inserted::New(id) | Inserted::Duplicate(id) => id,
+            Inserted::New(id) | Inserted::Duplicate(id) => Some(id),
+            Inserted::Spooled | Inserted::Dropped => None,
         }
     }
 
+    /// Whether this call wrote the capture to the database.
     pub fn is_new(self) -> bool {
         matches!(self, Inserted::New(_))
+    }
+
+    /// Whether the capture is kept: in the database (new or already
+    /// there) or in the spool.
+    pub fn is_kept(self) -> bool {
+        !matches!(self, Inserted::Dropped)
     }
 }
 

@@ -19,10 +19,12 @@ use crate::model::{
 };
 
 /// Layout version of the tables and of the JSON metadata records. A file with
-/// another version is refused with [`HistoryError::SchemaVersion`], except a
-/// version-1 file: it is read as it is, and migrated to this version (its
-/// `config_keys` table added) when a writer opens it.
-pub const SCHEMA_VERSION: u64 = 2;
+/// a newer version is refused with [`HistoryError::SchemaVersion`]; a
+/// version-1 or -2 file is read as it is (all its captures are of cluster
+/// `""`), and migrated to this version in one transaction when a writer
+/// opens it (1 → 2: the `config_keys` table; 2 → 3: the cluster in the keys,
+/// index rows and baselines, per-cluster counters and checkpoints).
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// The oldest schema version read (and migrated by a writer).
 const OLDEST_READ: u64 = 1;
@@ -48,21 +50,37 @@ const CAPTURES: TableDefinition<u64, &[u8]> = TableDefinition::new("crashdoc_his
 /// (id, part, seq) → piece of the bundle (part 0) or of the diagnosis JSON (part 1).
 const BLOBS: TableDefinition<(u64, u8, u32), &[u8]> =
     TableDefinition::new("crashdoc_history.blobs");
-/// (pod_uid, container, restart_count) → id.
-const KEYS: TableDefinition<(&str, &str, i32), u64> = TableDefinition::new("crashdoc_history.keys");
+/// (cluster, pod_uid, container, restart_count) → id (schema 3).
+const KEYS: TableDefinition<(&str, &str, &str, i32), u64> =
+    TableDefinition::new("crashdoc_history.keys_v3");
+/// Schema 1-2: (pod_uid, container, restart_count) → id.
+const KEYS_V2: TableDefinition<(&str, &str, i32), u64> =
+    TableDefinition::new("crashdoc_history.keys");
 /// (pod uid, container) → the highest restart count N whose termination is
 /// accounted for (captured, or seen before the watcher started), so that a
 /// restarted watcher counts the terminations it missed. Added in place
 /// (older files get it on the first write).
-const BASELINES: TableDefinition<(&str, &str), i32> =
+const BASELINES: TableDefinition<(&str, &str, &str), i32> =
+    TableDefinition::new("crashdoc_history.baselines_v3");
+/// Schema 1-2: (pod uid, container) → baseline, all of cluster "".
+const BASELINES_V2: TableDefinition<(&str, &str), i32> =
     TableDefinition::new("crashdoc_history.baselines");
+/// cluster → (captures, bundle bytes, stored bytes) of its captures (schema 3).
+const CLUSTERS: TableDefinition<&str, (u64, u64, u64)> =
+    TableDefinition::new("crashdoc_history.clusters");
+/// cluster → Unix milliseconds up to which its watcher was watching (schema 3).
+const CHECKPOINTS: TableDefinition<&str, u64> =
+    TableDefinition::new("crashdoc_history.checkpoints");
 /// id → JSON of the [`ConfigKeys`] of the capture (schema 2).
 const CONFIG_KEYS: TableDefinition<u64, &[u8]> =
     TableDefinition::new("crashdoc_history.config_keys");
 /// (scope, scope value, observed_at in ns, id) → row. Every capture is in
-/// scope ALL (value "") and in the scopes of its namespace, pod name, pod UID
-/// and owner name.
+/// scope ALL (value "") and in the scopes of its cluster, namespace, pod
+/// name, pod UID and owner name (schema 3).
 const INDEX: TableDefinition<(u8, &str, i128, u64), Row> =
+    TableDefinition::new("crashdoc_history.index_v3");
+/// Schema 1-2: the same without the cluster (in the rows and scopes).
+const INDEX_V2: TableDefinition<(u8, &str, i128, u64), RowV2> =
     TableDefinition::new("crashdoc_history.index");
 
 const PART_BUNDLE: u8 = 0;
@@ -73,10 +91,12 @@ const SCOPE_NAMESPACE: u8 = 1;
 const SCOPE_POD: u8 = 2;
 const SCOPE_POD_UID: u8 = 3;
 const SCOPE_OWNER: u8 = 4;
+const SCOPE_CLUSTER: u8 = 5;
 
-/// (namespace, pod, pod_uid, container, restart_count, owner_kind or "",
-/// owner or "", bundle bytes, stored bytes of the whole capture).
+/// (cluster, namespace, pod, pod_uid, container, restart_count, owner_kind
+/// or "", owner or "", bundle bytes, stored bytes of the whole capture).
 type Row = (
+    &'static str,
     &'static str,
     &'static str,
     &'static str,
@@ -92,9 +112,22 @@ type RowRef<'a> = (
     &'a str,
     &'a str,
     &'a str,
+    &'a str,
     i32,
     &'a str,
     &'a str,
+    u64,
+    u64,
+);
+/// The schema-2 row: [`Row`] without the cluster.
+type RowV2 = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    i32,
+    &'static str,
+    &'static str,
     u64,
     u64,
 );
@@ -110,8 +143,12 @@ const K_WATCHED_UNTIL: &str = "watched_until_ms";
 /// The capture history in one file. `Send + Sync`: share it through an `Arc`;
 /// reads run concurrently, writes are serialized by redb.
 pub struct RedbStore {
-    db: Db,
+    db: std::sync::Arc<Db>,
     path: PathBuf,
+    /// The cluster of the writer-side state ([`RedbStore::for_cluster`]).
+    cluster: Option<String>,
+    /// A schema-1 or -2 file opened read-only: read through the old tables.
+    legacy: bool,
 }
 
 enum Db {
@@ -175,8 +212,10 @@ impl RedbStore {
                 .create(path)
                 .map_err(|e| HistoryError::from_redb(path, e))?;
             let store = RedbStore {
-                db: Db::Write(db),
+                db: std::sync::Arc::new(Db::Write(db)),
                 path: path.to_path_buf(),
+                cluster: None,
+                legacy: false,
             };
             store.init()?;
             Ok(store)
@@ -228,16 +267,61 @@ impl RedbStore {
                 }
                 Err(e) => return Err(HistoryError::from_redb(path, e)),
             };
-            let store = RedbStore {
-                db: Db::Read(db),
+            let mut store = RedbStore {
+                db: std::sync::Arc::new(Db::Read(db)),
                 path: path.to_path_buf(),
+                cluster: None,
+                legacy: false,
             };
             let txn = store.read()?;
             let meta = txn.open_table(META).map_err(|e| store.err(e))?;
-            let version = meta.get(K_SCHEMA).map_err(|e| store.err(e))?;
-            store.check_version(version.map(|v| v.value()))?;
+            let version = meta
+                .get(K_SCHEMA)
+                .map_err(|e| store.err(e))?
+                .map(|v| v.value());
+            store.check_version(version)?;
+            store.legacy = version.is_some_and(|v| v < SCHEMA_VERSION);
+            drop(meta);
+            drop(txn);
             Ok(store)
         })
+    }
+
+    /// This handle scoped to `cluster` (`crashdoc watch --cluster`): its
+    /// [`RedbStore::seen_keys`], [`RedbStore::stats`], [`RedbStore::prune`],
+    /// checkpoint and baselines are that cluster's. An unscoped handle's
+    /// keys, stats and prune cover every cluster, and its checkpoint and
+    /// baselines are those of cluster `""`.
+    pub fn for_cluster(mut self, cluster: impl Into<String>) -> RedbStore {
+        self.cluster = Some(cluster.into());
+        self
+    }
+
+    /// Another handle on the same open file, scoped to `cluster` (`None`:
+    /// unscoped): one process writing for several clusters.
+    pub fn with_cluster(&self, cluster: Option<String>) -> RedbStore {
+        RedbStore {
+            db: self.db.clone(),
+            path: self.path.clone(),
+            cluster,
+            legacy: self.legacy,
+        }
+    }
+
+    /// The cluster this handle is scoped to.
+    pub fn cluster(&self) -> Option<&str> {
+        self.cluster.as_deref()
+    }
+
+    /// The cluster of the checkpoint and baselines.
+    fn state_cluster(&self) -> &str {
+        self.cluster.as_deref().unwrap_or("")
+    }
+
+    fn read_only_err(&self) -> HistoryError {
+        HistoryError::ReadOnly {
+            location: self.path.display().to_string(),
+        }
     }
 
     /// The file this store was opened on.
@@ -247,7 +331,7 @@ impl RedbStore {
 
     /// Whether this store was opened with [`RedbStore::open_read_only`].
     pub fn is_read_only(&self) -> bool {
-        matches!(self.db, Db::Read(_))
+        matches!(*self.db, Db::Read(_))
     }
 
     /// Stores a capture, unless its key is already stored: then nothing is
@@ -310,24 +394,60 @@ impl RedbStore {
     pub fn contains(&self, k: &TerminationKey) -> Result<bool, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
+            if self.legacy {
+                if !k.cluster.is_empty() {
+                    return Ok(false);
+                }
+                let keys = txn.open_table(KEYS_V2).map_err(|e| self.err(e))?;
+                let found = keys
+                    .get((k.pod_uid.as_str(), k.container.as_str(), k.restart_count))
+                    .map_err(|e| self.err(e))?;
+                return Ok(found.is_some());
+            }
             let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
             let found = keys
-                .get((k.pod_uid.as_str(), k.container.as_str(), k.restart_count))
+                .get((
+                    k.cluster.as_str(),
+                    k.pod_uid.as_str(),
+                    k.container.as_str(),
+                    k.restart_count,
+                ))
                 .map_err(|e| self.err(e))?;
             Ok(found.is_some())
         })
     }
 
-    /// Every stored key, to warm a watcher's dedup set when it restarts.
+    /// Every stored key of this handle's cluster (of all clusters when it
+    /// has none), to warm a watcher's dedup set when it restarts.
     pub fn seen_keys(&self) -> Result<HashSet<TerminationKey>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
-            let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
             let mut out = HashSet::new();
-            for entry in keys.iter().map_err(|e| self.err(e))? {
+            if self.legacy {
+                if self.cluster.as_deref().is_some_and(|c| !c.is_empty()) {
+                    return Ok(out);
+                }
+                let keys = txn.open_table(KEYS_V2).map_err(|e| self.err(e))?;
+                for entry in keys.iter().map_err(|e| self.err(e))? {
+                    let (k, _) = entry.map_err(|e| self.err(e))?;
+                    let (uid, container, restart_count) = k.value();
+                    out.insert(TerminationKey::new(uid, container, restart_count));
+                }
+                return Ok(out);
+            }
+            let keys = txn.open_table(KEYS).map_err(|e| self.err(e))?;
+            let range = match &self.cluster {
+                Some(c) => keys.range::<(&str, &str, &str, i32)>((c.as_str(), "", "", i32::MIN)..),
+                None => keys.range::<(&str, &str, &str, i32)>(..),
+            }
+            .map_err(|e| self.err(e))?;
+            for entry in range {
                 let (k, _) = entry.map_err(|e| self.err(e))?;
-                let (uid, container, restart_count) = k.value();
-                out.insert(TerminationKey::new(uid, container, restart_count));
+                let (cluster, uid, container, restart_count) = k.value();
+                if self.cluster.as_deref().is_some_and(|c| c != cluster) {
+                    break;
+                }
+                out.insert(TerminationKey::new(uid, container, restart_count).in_cluster(cluster));
             }
             Ok(out)
         })
@@ -344,7 +464,6 @@ impl RedbStore {
     pub fn list(&self, q: &Query) -> Result<Vec<Record>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
-            let index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
             let (scope, value) = if let Some(uid) = &q.pod_uid {
                 (SCOPE_POD_UID, uid.as_str())
             } else if let Some(pod) = &q.pod {
@@ -355,6 +474,8 @@ impl RedbStore {
                 (SCOPE_OWNER, owner)
             } else if let Some(namespace) = &q.namespace {
                 (SCOPE_NAMESPACE, namespace.as_str())
+            } else if let Some(cluster) = q.cluster.as_deref().filter(|_| !self.legacy) {
+                (SCOPE_CLUSTER, cluster)
             } else {
                 (SCOPE_ALL, "")
             };
@@ -367,7 +488,8 @@ impl RedbStore {
             };
             let limit = q.limit.unwrap_or(usize::MAX);
             let mut hits: Vec<(u64, u64)> = Vec::new();
-            if limit > 0 && since < q.until.map_or(i128::MAX, ns) {
+            if limit > 0 && since < q.until.map_or(i128::MAX, ns) && !self.legacy {
+                let index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
                 for entry in index
                     .range::<(u8, &str, i128, u64)>((lower, upper))
                     .map_err(|e| self.err(e))?
@@ -376,14 +498,31 @@ impl RedbStore {
                     let (k, row) = entry.map_err(|e| self.err(e))?;
                     let row = row.value();
                     if matches(q, &row) {
-                        hits.push((k.value().3, row.7));
+                        hits.push((k.value().3, row.8));
+                        if hits.len() >= limit {
+                            break;
+                        }
+                    }
+                }
+            } else if limit > 0 && since < q.until.map_or(i128::MAX, ns) {
+                // A schema-1/2 file read as it is: every capture is of cluster "".
+                let index = txn.open_table(INDEX_V2).map_err(|e| self.err(e))?;
+                for entry in index
+                    .range::<(u8, &str, i128, u64)>((lower, upper))
+                    .map_err(|e| self.err(e))?
+                    .rev()
+                {
+                    let (k, row) = entry.map_err(|e| self.err(e))?;
+                    let (a, b, c, d, e, f, g, h, i) = row.value();
+                    let row: RowRef<'_> = ("", a, b, c, d, e, f, g, h, i);
+                    if matches(q, &row) {
+                        hits.push((k.value().3, row.8));
                         if hits.len() >= limit {
                             break;
                         }
                     }
                 }
             }
-            drop(index);
             let captures = txn.open_table(CAPTURES).map_err(|e| self.err(e))?;
             let blobs = if q.with_diagnosis {
                 Some(txn.open_table(BLOBS).map_err(|e| self.err(e))?)
@@ -442,31 +581,34 @@ impl RedbStore {
         })
     }
 
-    /// Removes the oldest captures (by `observed_at`, then id) until every
-    /// limit of `r` holds, in one transaction that keeps all tables
+    /// Removes the oldest captures (by `observed_at`, then id) of this
+    /// handle's cluster (of all clusters when it has none) until every limit
+    /// of `r` holds for them, in one transaction that keeps all tables
     /// consistent. `now` anchors [`Retention::max_age`].
     pub fn prune(&self, r: &Retention, now: Timestamp) -> Result<PruneStats, HistoryError> {
         let cutoff = r.max_age.map(|age| ns(now) - age.as_nanos().max(0));
-        guard(&self.path, || self.write(|w| w.prune(r, cutoff)))
+        let cluster = self.cluster.clone();
+        guard(&self.path, || {
+            self.write(|w| w.prune(r, cutoff, cluster.as_deref()))
+        })
     }
 
-    /// Counts, sizes and time span of the history.
-    /// Record that a watcher was watching, with every termination up to
-    /// `at` reported. The next watcher on this file reports the terminations
-    /// of containers it has no record of that finished after it, so a
-    /// watcher that was killed loses nothing that happened while it was down.
+    /// Record that this handle's cluster's watcher was watching, with every
+    /// termination up to `at` reported. The next watcher of that cluster
+    /// reports the terminations of containers it has no record of that
+    /// finished after it, so a watcher that was killed loses nothing that
+    /// happened while it was down.
     pub fn set_checkpoint(&self, at: Timestamp) -> Result<(), HistoryError> {
-        let Db::Write(db) = &self.db else {
-            return Err(HistoryError::ReadOnly {
-                path: self.path.clone(),
-            });
+        let Db::Write(db) = &*self.db else {
+            return Err(self.read_only_err());
         };
         guard(&self.path, || {
             let txn = db.begin_write().map_err(|e| self.err(e))?;
             {
-                let mut meta = txn.open_table(META).map_err(|e| self.err(e))?;
+                let mut t = txn.open_table(CHECKPOINTS).map_err(|e| self.err(e))?;
                 let ms = u64::try_from(at.as_millisecond()).unwrap_or(0);
-                meta.insert(K_WATCHED_UNTIL, ms).map_err(|e| self.err(e))?;
+                t.insert(self.state_cluster(), ms)
+                    .map_err(|e| self.err(e))?;
             }
             txn.commit().map_err(|e| self.err(e))
         })
@@ -474,36 +616,33 @@ impl RedbStore {
 
     /// Drop the baselines of the `forget` pods and, when `keep` is given, of
     /// every pod not in it; then raise containers' baselines (never lowers
-    /// one). One transaction.
+    /// one). Only this handle's cluster's baselines. One transaction.
     pub fn update_baselines(
         &self,
         set: &[(String, String, i32)],
         forget: &HashSet<String>,
         keep: Option<&HashSet<String>>,
     ) -> Result<(), HistoryError> {
-        let Db::Write(db) = &self.db else {
-            return Err(HistoryError::ReadOnly {
-                path: self.path.clone(),
-            });
+        let Db::Write(db) = &*self.db else {
+            return Err(self.read_only_err());
         };
+        let me = self.state_cluster();
         guard(&self.path, || {
             let txn = db.begin_write().map_err(|e| self.err(e))?;
             {
                 let mut t = txn.open_table(BASELINES).map_err(|e| self.err(e))?;
                 if !forget.is_empty() || keep.is_some() {
-                    t.retain(|(uid, _), _| {
-                        !forget.contains(uid) && keep.is_none_or(|k| k.contains(uid))
+                    t.retain(|(cluster, uid, _), _| {
+                        cluster != me
+                            || (!forget.contains(uid) && keep.is_none_or(|k| k.contains(uid)))
                     })
                     .map_err(|e| self.err(e))?;
                 }
                 for (uid, container, n) in set {
-                    let cur = t
-                        .get((uid.as_str(), container.as_str()))
-                        .map_err(|e| self.err(e))?
-                        .map(|v| v.value());
+                    let k = (me, uid.as_str(), container.as_str());
+                    let cur = t.get(k).map_err(|e| self.err(e))?.map(|v| v.value());
                     if cur.is_none_or(|c| c < *n) {
-                        t.insert((uid.as_str(), container.as_str()), *n)
-                            .map_err(|e| self.err(e))?;
+                        t.insert(k, *n).map_err(|e| self.err(e))?;
                     }
                 }
             }
@@ -511,76 +650,160 @@ impl RedbStore {
         })
     }
 
-    /// Every container's baseline (see [`RedbStore::update_baselines`]).
+    /// Every container's baseline of this handle's cluster (see
+    /// [`RedbStore::update_baselines`]).
     pub fn baselines(&self) -> Result<HashMap<(String, String), i32>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
-            let t = match txn.open_table(BASELINES) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(HashMap::new()),
-                Err(e) => return Err(self.err(e)),
-            };
             let mut out = HashMap::new();
-            for entry in t.iter().map_err(|e| self.err(e))? {
+            let me = self.state_cluster();
+            if self.legacy {
+                let t = match txn.open_table(BASELINES_V2) {
+                    Ok(t) => t,
+                    Err(redb::TableError::TableDoesNotExist(_)) => return Ok(out),
+                    Err(e) => return Err(self.err(e)),
+                };
+                if !me.is_empty() {
+                    return Ok(out);
+                }
+                for entry in t.iter().map_err(|e| self.err(e))? {
+                    let (k, v) = entry.map_err(|e| self.err(e))?;
+                    let (uid, container) = k.value();
+                    out.insert((uid.to_string(), container.to_string()), v.value());
+                }
+                return Ok(out);
+            }
+            let t = txn.open_table(BASELINES).map_err(|e| self.err(e))?;
+            for entry in t
+                .range::<(&str, &str, &str)>((me, "", "")..)
+                .map_err(|e| self.err(e))?
+            {
                 let (k, v) = entry.map_err(|e| self.err(e))?;
-                let (uid, container) = k.value();
+                let (cluster, uid, container) = k.value();
+                if cluster != me {
+                    break;
+                }
                 out.insert((uid.to_string(), container.to_string()), v.value());
             }
             Ok(out)
         })
     }
 
-    /// The last [`RedbStore::set_checkpoint`], if a watcher ever wrote one.
+    /// The last [`RedbStore::set_checkpoint`] of this handle's cluster, if
+    /// its watcher ever wrote one.
     pub fn checkpoint(&self) -> Result<Option<Timestamp>, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
-            let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let ms = meta
-                .get(K_WATCHED_UNTIL)
-                .map_err(|e| self.err(e))?
-                .map(|v| v.value());
+            let ms = if self.legacy {
+                let meta = txn.open_table(META).map_err(|e| self.err(e))?;
+                let v = meta
+                    .get(K_WATCHED_UNTIL)
+                    .map_err(|e| self.err(e))?
+                    .map(|v| v.value());
+                v.filter(|_| self.state_cluster().is_empty())
+            } else {
+                let t = txn.open_table(CHECKPOINTS).map_err(|e| self.err(e))?;
+                t.get(self.state_cluster())
+                    .map_err(|e| self.err(e))?
+                    .map(|v| v.value())
+            };
             Ok(ms.and_then(|ms| Timestamp::from_millisecond(i64::try_from(ms).ok()?).ok()))
         })
     }
 
+    /// Counts, sizes and time span of this handle's cluster's captures (of
+    /// all when it has none).
     pub fn stats(&self) -> Result<Stats, HistoryError> {
         guard(&self.path, || {
             let txn = self.read()?;
             let meta = txn.open_table(META).map_err(|e| self.err(e))?;
-            let index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
             let counter = |k: &str| -> Result<u64, HistoryError> {
                 Ok(meta
                     .get(k)
                     .map_err(|e| self.err(e))?
                     .map_or(0, |v| v.value()))
             };
-            let mut all = index
-                .range::<(u8, &str, i128, u64)>(
-                    (SCOPE_ALL, "", i128::MIN, 0)..=(SCOPE_ALL, "", i128::MAX, u64::MAX),
-                )
-                .map_err(|e| self.err(e))?;
-            let mut at = |back: bool| -> Result<Option<Timestamp>, HistoryError> {
-                let entry = if back { all.next_back() } else { all.next() };
-                Ok(match entry {
-                    Some(entry) => {
-                        let (k, _) = entry.map_err(|e| self.err(e))?;
-                        Timestamp::from_nanosecond(k.value().2).ok()
-                    }
-                    None => None,
-                })
+            let (captures, bundle_bytes, stored_bytes) = match &self.cluster {
+                Some(c) if !self.legacy => txn
+                    .open_table(CLUSTERS)
+                    .map_err(|e| self.err(e))?
+                    .get(c.as_str())
+                    .map_err(|e| self.err(e))?
+                    .map_or((0, 0, 0), |v| v.value()),
+                Some(c) if !c.is_empty() => (0, 0, 0),
+                _ => (
+                    counter(K_CAPTURES)?,
+                    counter(K_BUNDLE_BYTES)?,
+                    counter(K_STORED_BYTES)?,
+                ),
             };
-            let oldest = at(false)?;
-            // With one capture, the front took it and the back finds none.
-            let newest = at(true)?.or(oldest);
+            let (scope, value) = match &self.cluster {
+                Some(c) if !self.legacy => (SCOPE_CLUSTER, c.as_str()),
+                _ => (SCOPE_ALL, ""),
+            };
+            let mut ends = [None, None];
+            if captures > 0 {
+                let range = (scope, value, i128::MIN, 0)..=(scope, value, i128::MAX, u64::MAX);
+                let first_last = |back: bool| -> Result<Option<i128>, HistoryError> {
+                    macro_rules! end {
+                        ($table:expr) => {{
+                            let t = txn.open_table($table).map_err(|e| self.err(e))?;
+                            let mut it = t
+                                .range::<(u8, &str, i128, u64)>(range.clone())
+                                .map_err(|e| self.err(e))?;
+                            let entry = if back { it.next_back() } else { it.next() };
+                            match entry {
+                                Some(entry) => Some(entry.map_err(|e| self.err(e))?.0.value().2),
+                                None => None,
+                            }
+                        }};
+                    }
+                    Ok(if self.legacy {
+                        end!(INDEX_V2)
+                    } else {
+                        end!(INDEX)
+                    })
+                };
+                ends = [first_last(false)?, first_last(true)?];
+            }
+            let [oldest, newest] = ends.map(|t| t.and_then(|t| Timestamp::from_nanosecond(t).ok()));
             Ok(Stats {
-                captures: counter(K_CAPTURES)?,
-                bundle_bytes: counter(K_BUNDLE_BYTES)?,
-                stored_bytes: counter(K_STORED_BYTES)?,
+                captures,
+                bundle_bytes,
+                stored_bytes,
                 file_bytes: fs::metadata(&self.path).ok().map(|m| m.len()),
                 oldest,
                 newest,
             })
         })
+    }
+
+    /// The ids of the `n` oldest captures (by `observed_at`, then id): the
+    /// order in which a spool drains.
+    #[doc(hidden)]
+    pub fn oldest_ids(&self, n: usize) -> Result<Vec<u64>, HistoryError> {
+        guard(&self.path, || {
+            let txn = self.read()?;
+            let index = txn.open_table(INDEX).map_err(|e| self.err(e))?;
+            let mut out = Vec::new();
+            for entry in index
+                .range::<(u8, &str, i128, u64)>(
+                    (SCOPE_ALL, "", i128::MIN, 0)..=(SCOPE_ALL, "", i128::MAX, u64::MAX),
+                )
+                .map_err(|e| self.err(e))?
+                .take(n)
+            {
+                out.push(entry.map_err(|e| self.err(e))?.0.value().3);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Removes the captures with these ids (the spool's drain, once the
+    /// database has committed them); returns how many were there.
+    #[doc(hidden)]
+    pub fn remove(&self, ids: &[u64]) -> Result<u64, HistoryError> {
+        guard(&self.path, || self.write(|w| w.remove_ids(ids)))
     }
 
     /// Checks that every table agrees with the others (each indexed capture
@@ -594,9 +817,16 @@ impl RedbStore {
 
     fn check_consistency_inner(&self) -> Result<(), HistoryError> {
         use redb::ReadableTableMetadata;
+        if self.legacy {
+            return Err(HistoryError::Internal {
+                detail: "check_consistency reads schema-3 files only (open this one for writing to migrate it)".to_string(),
+            });
+        }
         let txn = self.read()?;
         let e = |x: redb::StorageError| self.err(x);
         let index = txn.open_table(INDEX).map_err(|x| self.err(x))?;
+        let clusters = txn.open_table(CLUSTERS).map_err(|x| self.err(x))?;
+        let mut per_cluster: HashMap<String, (u64, u64, u64)> = HashMap::new();
         let captures = txn.open_table(CAPTURES).map_err(|x| self.err(x))?;
         let blobs = txn.open_table(BLOBS).map_err(|x| self.err(x))?;
         let keys = txn.open_table(KEYS).map_err(|x| self.err(x))?;
@@ -658,14 +888,32 @@ impl RedbStore {
                 entries += 1;
             }
             let key = keys
-                .get((row.2, row.3, row.4))
+                .get((row.0, row.3, row.4, row.5))
                 .map_err(e)?
                 .map(|v| v.value());
+            let t = per_cluster.entry(row.0.to_string()).or_default();
+            t.0 += 1;
+            t.1 += row.8;
+            t.2 += row.9;
             if key != Some(id) {
                 return Err(self.corrupted(format!("capture {id}: key maps to {key:?}")));
             }
-            bundle_bytes += row.7;
-            stored_bytes += row.8;
+            bundle_bytes += row.8;
+            stored_bytes += row.9;
+        }
+        for entry in clusters.iter().map_err(e)? {
+            let (k, v) = entry.map_err(e)?;
+            let found = v.value();
+            let expected = per_cluster.remove(k.value()).unwrap_or_default();
+            if found != expected {
+                return Err(self.corrupted(format!(
+                    "cluster {:?}: counters {found:?}, rows {expected:?}",
+                    k.value()
+                )));
+            }
+        }
+        if let Some((c, _)) = per_cluster.into_iter().next() {
+            return Err(self.corrupted(format!("cluster {c:?} has no counters")));
         }
         for (name, expected, len) in [
             ("records", n, captures.len().map_err(e)?),
@@ -714,7 +962,7 @@ impl RedbStore {
     }
 
     fn read(&self) -> Result<ReadTransaction, HistoryError> {
-        match &self.db {
+        match &*self.db {
             Db::Write(db) => db.begin_read(),
             Db::Read(db) => db.begin_read(),
         }
@@ -738,7 +986,7 @@ impl RedbStore {
         match found {
             Some(v) if (OLDEST_READ..=SCHEMA_VERSION).contains(&v) => Ok(()),
             Some(found) => Err(HistoryError::SchemaVersion {
-                path: self.path.clone(),
+                location: self.path.display().to_string(),
                 found,
                 supported: SCHEMA_VERSION,
             }),
@@ -752,10 +1000,8 @@ impl RedbStore {
     /// Checks the schema version of an existing history, or lays out the
     /// tables of a new one.
     fn init(&self) -> Result<(), HistoryError> {
-        let Db::Write(db) = &self.db else {
-            return Err(HistoryError::ReadOnly {
-                path: self.path.clone(),
-            });
+        let Db::Write(db) = &*self.db else {
+            return Err(self.read_only_err());
         };
         let txn = db.begin_write().map_err(|e| self.err(e))?;
         let has_meta = txn
@@ -777,6 +1023,10 @@ impl RedbStore {
             }
             // Schema 1 -> 2: the config_keys table; the records are unchanged.
             txn.open_table(CONFIG_KEYS).map_err(|e| self.err(e))?;
+            // Schema 2 -> 3: keys, index rows and baselines with the cluster
+            // (every old capture is of cluster ""), per-cluster counters, the
+            // checkpoint of cluster "". All in this one transaction.
+            self.migrate_to_3(&txn)?;
             txn.open_table(META)
                 .map_err(|e| self.err(e))?
                 .insert(K_SCHEMA, SCHEMA_VERSION)
@@ -805,8 +1055,76 @@ impl RedbStore {
             txn.open_table(KEYS).map_err(|e| self.err(e))?;
             txn.open_table(INDEX).map_err(|e| self.err(e))?;
             txn.open_table(CONFIG_KEYS).map_err(|e| self.err(e))?;
+            txn.open_table(BASELINES).map_err(|e| self.err(e))?;
+            txn.open_table(CLUSTERS).map_err(|e| self.err(e))?;
+            txn.open_table(CHECKPOINTS).map_err(|e| self.err(e))?;
         }
         txn.commit().map_err(|e| self.err(e))
+    }
+
+    /// The schema 2 → 3 conversion within `txn` (see [`RedbStore::init`]).
+    fn migrate_to_3(&self, txn: &WriteTransaction) -> Result<(), HistoryError> {
+        let e = |x: redb::StorageError| self.err(x);
+        let te = |x: redb::TableError| self.err(x);
+        {
+            let old = txn.open_table(KEYS_V2).map_err(te)?;
+            let mut new = txn.open_table(KEYS).map_err(te)?;
+            for entry in old.iter().map_err(e)? {
+                let (k, v) = entry.map_err(e)?;
+                let (uid, container, n) = k.value();
+                new.insert(("", uid, container, n), v.value()).map_err(e)?;
+            }
+        }
+        txn.delete_table(KEYS_V2).map_err(te)?;
+        let (mut captures, mut bundle_bytes, mut stored_bytes) = (0u64, 0u64, 0u64);
+        {
+            let old = txn.open_table(INDEX_V2).map_err(te)?;
+            let mut new = txn.open_table(INDEX).map_err(te)?;
+            for entry in old.iter().map_err(e)? {
+                let (k, row) = entry.map_err(e)?;
+                let (scope, value, at, id) = k.value();
+                let (a, b, c, d, n, f, g, h, i) = row.value();
+                let row: RowRef<'_> = ("", a, b, c, d, n, f, g, h, i);
+                new.insert((scope, value, at, id), row).map_err(e)?;
+                if scope == SCOPE_ALL {
+                    new.insert((SCOPE_CLUSTER, "", at, id), row).map_err(e)?;
+                    captures += 1;
+                    bundle_bytes += h;
+                    stored_bytes += i;
+                }
+            }
+        }
+        txn.delete_table(INDEX_V2).map_err(te)?;
+        {
+            let mut new = txn.open_table(BASELINES).map_err(te)?;
+            let has_old = txn
+                .list_tables()
+                .map_err(e)?
+                .any(|t| t.name() == BASELINES_V2.name());
+            if has_old {
+                let old = txn.open_table(BASELINES_V2).map_err(te)?;
+                for entry in old.iter().map_err(e)? {
+                    let (k, v) = entry.map_err(e)?;
+                    let (uid, container) = k.value();
+                    new.insert(("", uid, container), v.value()).map_err(e)?;
+                }
+            }
+            if has_old {
+                txn.delete_table(BASELINES_V2).map_err(te)?;
+            }
+        }
+        let mut meta = txn.open_table(META).map_err(te)?;
+        let mut clusters = txn.open_table(CLUSTERS).map_err(te)?;
+        if captures > 0 {
+            clusters
+                .insert("", (captures, bundle_bytes, stored_bytes))
+                .map_err(e)?;
+        }
+        let mut checkpoints = txn.open_table(CHECKPOINTS).map_err(te)?;
+        if let Some(ms) = meta.remove(K_WATCHED_UNTIL).map_err(e)? {
+            checkpoints.insert("", ms.value()).map_err(e)?;
+        }
+        Ok(())
     }
 
     /// Runs `f` in one write transaction, committed when it succeeds and
@@ -815,10 +1133,8 @@ impl RedbStore {
         &self,
         f: impl FnOnce(&mut Writer<'_>) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
-        let Db::Write(db) = &self.db else {
-            return Err(HistoryError::ReadOnly {
-                path: self.path.clone(),
-            });
+        let Db::Write(db) = &*self.db else {
+            return Err(self.read_only_err());
         };
         let txn = db.begin_write().map_err(|e| self.err(e))?;
         let (out, dirty) = {
@@ -856,7 +1172,7 @@ fn decode(id: u64, json: &[u8]) -> Result<Capture, HistoryError> {
 }
 
 /// The capture as its JSON record stores it: without bundle and diagnosis.
-fn record_of(c: &Capture) -> Capture {
+pub(crate) fn record_of(c: &Capture) -> Capture {
     Capture {
         key: c.key.clone(),
         namespace: c.namespace.clone(),
@@ -864,7 +1180,7 @@ fn record_of(c: &Capture) -> Capture {
         owner_kind: c.owner_kind.clone(),
         owner: c.owner.clone(),
         node: c.node.clone(),
-        revision: None,
+        revision: c.revision.clone(),
         finished_at: c.finished_at,
         observed_at: c.observed_at,
         reason: c.reason.clone(),
@@ -899,6 +1215,7 @@ fn read_blob(
 
 fn row_of(c: &Capture, bundle_len: u64, stored: u64) -> RowRef<'_> {
     (
+        c.key.cluster.as_str(),
         c.namespace.as_str(),
         c.pod.as_str(),
         c.key.pod_uid.as_str(),
@@ -913,9 +1230,10 @@ fn row_of(c: &Capture, bundle_len: u64, stored: u64) -> RowRef<'_> {
 
 /// The index scopes a row is listed under.
 fn scopes<'a>(row: &RowRef<'a>) -> impl Iterator<Item = (u8, &'a str)> {
-    let (namespace, pod, uid, _, _, _, owner, _, _) = *row;
+    let (cluster, namespace, pod, uid, _, _, _, owner, _, _) = *row;
     [
         Some((SCOPE_ALL, "")),
+        Some((SCOPE_CLUSTER, cluster)),
         Some((SCOPE_NAMESPACE, namespace)),
         Some((SCOPE_POD, pod)),
         Some((SCOPE_POD_UID, uid)),
@@ -930,13 +1248,29 @@ fn matches(q: &Query, row: &RowRef<'_>) -> bool {
     fn eq(filter: &Option<String>, value: &str) -> bool {
         filter.as_deref().is_none_or(|f| f == value)
     }
-    let (namespace, pod, uid, container, _, owner_kind, owner, _, _) = *row;
-    eq(&q.namespace, namespace)
+    let (cluster, namespace, pod, uid, container, _, owner_kind, owner, _, _) = *row;
+    eq(&q.cluster, cluster)
+        && eq(&q.namespace, namespace)
         && eq(&q.pod, pod)
         && eq(&q.pod_uid, uid)
         && eq(&q.container, container)
         && eq(&q.owner_kind, owner_kind)
         && eq(&q.owner, owner)
+}
+
+/// What is needed to remove a capture from every table.
+struct Victim {
+    at: i128,
+    id: u64,
+    cluster: String,
+    namespace: String,
+    pod: String,
+    uid: String,
+    container: String,
+    restart_count: i32,
+    owner: String,
+    bundle_len: u64,
+    stored: u64,
 }
 
 /// The open tables of one write transaction, and the counters it updates.
@@ -945,7 +1279,8 @@ struct Writer<'t> {
     meta: Table<'t, &'static str, u64>,
     captures: Table<'t, u64, &'static [u8]>,
     blobs: Table<'t, (u64, u8, u32), &'static [u8]>,
-    keys: Table<'t, (&'static str, &'static str, i32), u64>,
+    keys: Table<'t, (&'static str, &'static str, &'static str, i32), u64>,
+    clusters: Table<'t, &'static str, (u64, u64, u64)>,
     index: Table<'t, (u8, &'static str, i128, u64), Row>,
     config_keys: Table<'t, u64, &'static [u8]>,
     next_id: u64,
@@ -976,6 +1311,7 @@ impl<'t> Writer<'t> {
             blobs: txn.open_table(BLOBS).map_err(e)?,
             keys: txn.open_table(KEYS).map_err(e)?,
             index: txn.open_table(INDEX).map_err(e)?,
+            clusters: txn.open_table(CLUSTERS).map_err(e)?,
             config_keys: txn.open_table(CONFIG_KEYS).map_err(e)?,
             meta,
             next_id,
@@ -994,6 +1330,7 @@ impl<'t> Writer<'t> {
         let path = self.path;
         let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
         let key = (
+            c.key.cluster.as_str(),
             c.key.pod_uid.as_str(),
             c.key.container.as_str(),
             c.key.restart_count,
@@ -1006,7 +1343,11 @@ impl<'t> Writer<'t> {
         for (what, blob) in [("bundle", bundle), ("diagnosis", diagnosis)] {
             let bytes = blob.map_or(0, |b| len64(b.len()));
             if bytes > MAX_BLOB_BYTES {
-                return Err(HistoryError::TooLarge { what, bytes });
+                return Err(HistoryError::TooLarge {
+                    what,
+                    bytes,
+                    limit: MAX_BLOB_BYTES,
+                });
             }
         }
         let id = self.next_id;
@@ -1052,35 +1393,53 @@ impl<'t> Writer<'t> {
                 .map_err(err)?;
         }
         self.keys.insert(key, id).map_err(err)?;
+        let cluster = c.key.cluster.as_str();
+        let (n, b, s) = self
+            .clusters
+            .get(cluster)
+            .map_err(err)?
+            .map_or((0, 0, 0), |v| v.value());
+        self.clusters
+            .insert(
+                cluster,
+                (
+                    n + 1,
+                    b.saturating_add(bundle_len),
+                    s.saturating_add(stored),
+                ),
+            )
+            .map_err(err)?;
         self.captures_count += 1;
         self.bundle_bytes = self.bundle_bytes.saturating_add(bundle_len);
         self.stored_bytes = self.stored_bytes.saturating_add(stored);
         Ok(Inserted::New(id))
     }
 
-    fn prune(&mut self, r: &Retention, cutoff: Option<i128>) -> Result<PruneStats, HistoryError> {
+    fn prune(
+        &mut self,
+        r: &Retention,
+        cutoff: Option<i128>,
+        cluster: Option<&str>,
+    ) -> Result<PruneStats, HistoryError> {
         let path = self.path;
         let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
-        /// What is needed to remove a capture from every table.
-        struct Victim {
-            at: i128,
-            id: u64,
-            namespace: String,
-            pod: String,
-            uid: String,
-            container: String,
-            restart_count: i32,
-            owner: String,
-            bundle_len: u64,
-            stored: u64,
-        }
-        let mut remaining = self.captures_count;
-        let mut stored = self.stored_bytes;
+        // The captures counted against the limits: the cluster's, or all.
+        let (scope, value, mut remaining, mut stored) = match cluster {
+            Some(c) => {
+                let (n, _, s) = self
+                    .clusters
+                    .get(c)
+                    .map_err(err)?
+                    .map_or((0, 0, 0), |v| v.value());
+                (SCOPE_CLUSTER, c, n, s)
+            }
+            None => (SCOPE_ALL, "", self.captures_count, self.stored_bytes),
+        };
         let mut victims = Vec::new();
         let all = self
             .index
             .range::<(u8, &str, i128, u64)>(
-                (SCOPE_ALL, "", i128::MIN, 0)..=(SCOPE_ALL, "", i128::MAX, u64::MAX),
+                (scope, value, i128::MIN, 0)..=(scope, value, i128::MAX, u64::MAX),
             )
             .map_err(err)?;
         for entry in all {
@@ -1092,11 +1451,22 @@ impl<'t> Writer<'t> {
             if !(too_old || too_many || too_big) {
                 break;
             }
-            let (namespace, pod, uid, container, restart_count, _, owner, bundle_len, bytes) =
-                row.value();
+            let (
+                cluster,
+                namespace,
+                pod,
+                uid,
+                container,
+                restart_count,
+                _,
+                owner,
+                bundle_len,
+                bytes,
+            ) = row.value();
             victims.push(Victim {
                 at,
                 id,
+                cluster: cluster.to_string(),
                 namespace: namespace.to_string(),
                 pod: pod.to_string(),
                 uid: uid.to_string(),
@@ -1112,39 +1482,108 @@ impl<'t> Writer<'t> {
         let mut stats = PruneStats::default();
         self.dirty |= !victims.is_empty();
         for v in victims {
-            let row: RowRef<'_> = (
-                &v.namespace,
-                &v.pod,
-                &v.uid,
-                &v.container,
-                v.restart_count,
-                "",
-                &v.owner,
-                v.bundle_len,
-                v.stored,
-            );
-            for (scope, value) in scopes(&row) {
-                self.index.remove((scope, value, v.at, v.id)).map_err(err)?;
-            }
-            self.captures.remove(v.id).map_err(err)?;
-            self.config_keys.remove(v.id).map_err(err)?;
-            self.blobs
-                .retain_in::<(u64, u8, u32), _>((v.id, 0, 0)..=(v.id, u8::MAX, u32::MAX), |_, _| {
-                    false
-                })
-                .map_err(err)?;
-            let key = (v.uid.as_str(), v.container.as_str(), v.restart_count);
-            let owner = self.keys.get(key).map_err(err)?.map(|g| g.value());
-            if owner == Some(v.id) {
-                self.keys.remove(key).map_err(err)?;
-            }
-            self.captures_count = self.captures_count.saturating_sub(1);
-            self.bundle_bytes = self.bundle_bytes.saturating_sub(v.bundle_len);
-            self.stored_bytes = self.stored_bytes.saturating_sub(v.stored);
+            self.remove_victim(&v)?;
             stats.removed += 1;
             stats.bytes_freed += v.stored;
         }
         Ok(stats)
+    }
+
+    /// Removes the captures with these ids (those that exist), for the
+    /// spool's drain.
+    fn remove_ids(&mut self, ids: &[u64]) -> Result<u64, HistoryError> {
+        let path = self.path;
+        let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
+        let mut n = 0;
+        for &id in ids {
+            let Some(json) = self.captures.get(id).map_err(err)? else {
+                continue;
+            };
+            let c = decode(id, json.value())?;
+            drop(json);
+            let at = ns(c.observed_at);
+            let Some(row) = self.index.get((SCOPE_ALL, "", at, id)).map_err(err)? else {
+                return Err(HistoryError::Corrupted {
+                    path: path.to_path_buf(),
+                    detail: format!("capture {id} has a record but no index row"),
+                });
+            };
+            let (_, _, _, _, _, _, _, _, bundle_len, stored) = row.value();
+            drop(row);
+            let v = Victim {
+                at,
+                id,
+                cluster: c.key.cluster,
+                namespace: c.namespace,
+                pod: c.pod,
+                uid: c.key.pod_uid,
+                container: c.key.container,
+                restart_count: c.key.restart_count,
+                owner: c.owner.unwrap_or_default(),
+                bundle_len,
+                stored,
+            };
+            self.dirty = true;
+            self.remove_victim(&v)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    fn remove_victim(&mut self, v: &Victim) -> Result<(), HistoryError> {
+        let path = self.path;
+        let err = |e: redb::StorageError| HistoryError::from_redb(path, e);
+        let row: RowRef<'_> = (
+            &v.cluster,
+            &v.namespace,
+            &v.pod,
+            &v.uid,
+            &v.container,
+            v.restart_count,
+            "",
+            &v.owner,
+            v.bundle_len,
+            v.stored,
+        );
+        for (scope, value) in scopes(&row) {
+            self.index.remove((scope, value, v.at, v.id)).map_err(err)?;
+        }
+        self.captures.remove(v.id).map_err(err)?;
+        self.config_keys.remove(v.id).map_err(err)?;
+        self.blobs
+            .retain_in::<(u64, u8, u32), _>((v.id, 0, 0)..=(v.id, u8::MAX, u32::MAX), |_, _| false)
+            .map_err(err)?;
+        let key = (
+            v.cluster.as_str(),
+            v.uid.as_str(),
+            v.container.as_str(),
+            v.restart_count,
+        );
+        let owner = self.keys.get(key).map_err(err)?.map(|g| g.value());
+        if owner == Some(v.id) {
+            self.keys.remove(key).map_err(err)?;
+        }
+        let (n, b, s) = self
+            .clusters
+            .get(v.cluster.as_str())
+            .map_err(err)?
+            .map_or((0, 0, 0), |x| x.value());
+        let left = (
+            n.saturating_sub(1),
+            b.saturating_sub(v.bundle_len),
+            s.saturating_sub(v.stored),
+        );
+        if left.0 == 0 {
+            self.clusters.remove(v.cluster.as_str()).map_err(err)?;
+        } else {
+            self.clusters
+                .insert(v.cluster.as_str(), left)
+                .map_err(err)?;
+        }
+        self.captures_count = self.captures_count.saturating_sub(1);
+        self.bundle_bytes = self.bundle_bytes.saturating_sub(v.bundle_len);
+        self.stored_bytes = self.stored_bytes.saturating_sub(v.stored);
+        Ok(())
     }
 
     /// Writes the counters back.
@@ -1256,16 +1695,33 @@ impl crate::Store for RedbStore {
                 }
             }
         };
-        // First sightings over the whole history of the same scope, not
-        // only of the queried window.
+        // First sightings over the whole history of the workloads: every
+        // capture of a (cluster, workload, cause) shares its cluster,
+        // namespace and owner, so only the filters on those keep them all.
         let all = RedbStore::list(
             self,
             &Query {
-                since: None,
-                until: None,
-                ..q.clone()
+                cluster: q.cluster.clone(),
+                namespace: q.namespace.clone(),
+                owner_kind: q.owner_kind.clone(),
+                owner: q.owner.clone(),
+                ..Query::default()
             },
         )?;
         Ok(crate::fleet::new_causes(&all, &matching, since))
     }
+}
+
+/// The stored bytes a capture takes ([`Stats::stored_bytes`]), as an insert
+/// counts them.
+pub(crate) fn stored_size(c: &Capture, keys: &[ConfigKeys]) -> u64 {
+    let json = serde_json::to_vec(&record_of(c)).map_or(0, |j| len64(j.len()));
+    let keys = if keys.is_empty() {
+        0
+    } else {
+        serde_json::to_vec(keys).map_or(0, |k| len64(k.len()))
+    };
+    json + c.bundle.as_ref().map_or(0, |b| len64(b.len()))
+        + c.diagnosis_json.as_ref().map_or(0, |d| len64(d.len()))
+        + keys
 }

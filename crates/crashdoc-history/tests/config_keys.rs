@@ -23,8 +23,6 @@ fn cm(name: &str, keys: &[&str]) -> ConfigKeys {
 }
 
 const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("crashdoc_history.meta");
-const CONFIG_KEYS: redb::TableDefinition<u64, &[u8]> =
-    redb::TableDefinition::new("crashdoc_history.config_keys");
 
 fn raw_version(path: &std::path::Path) -> u64 {
     let db = redb::Database::create(path).unwrap();
@@ -44,7 +42,7 @@ fn key_names_are_stored_with_their_capture_and_pruned_with_it() {
     let ins = store
         .insert_batch_with_keys(&[(&a, &keys[..]), (&b, &[])])
         .unwrap();
-    let (ia, ib) = (ins[0].id(), ins[1].id());
+    let (ia, ib) = (ins[0].id().unwrap(), ins[1].id().unwrap());
     let got = store.config_keys(&[ia, ib, 999]).unwrap();
     assert_eq!(got.get(&ia).map(Vec::as_slice), Some(&keys[..]));
     assert!(!got.contains_key(&ib), "stored without key names");
@@ -81,46 +79,88 @@ fn key_names_are_stored_with_their_capture_and_pruned_with_it() {
 }
 
 #[test]
-fn a_schema_1_history_is_read_then_migrated_by_a_writer() {
-    let (_dir, path) = temp();
-    {
+fn schema_1_and_2_histories_are_read_then_migrated_by_a_writer() {
+    for version in [1, 2] {
+        let (_dir, path) = temp();
+        let old = [
+            capture("shop", "web-1", Some("web"), "web", 1, 10, 50),
+            capture("shop", "web-1", Some("web"), "web", 2, 20, 5000),
+            capture("batch", "job-1", None, "main", 0, 30, 0),
+        ];
+        common::write_legacy(&path, version, &old, 1_750_000_040_000);
+        assert_eq!(raw_version(&path), version);
+        {
+            let ro = RedbStore::open_read_only(&path).unwrap();
+            let all = ro.list(&Query::default()).unwrap();
+            assert_eq!(all.len(), 3);
+            assert!(all.iter().all(|r| r.capture.key.cluster.is_empty()));
+            let q = Query {
+                cluster: Some(String::new()),
+                owner: Some("web".into()),
+                ..Query::default()
+            };
+            assert_eq!(ro.list(&q).unwrap().len(), 2);
+            let q = Query {
+                cluster: Some("other".into()),
+                ..Query::default()
+            };
+            assert!(ro.list(&q).unwrap().is_empty());
+            assert!(ro.config_keys(&[1]).unwrap().is_empty());
+            assert_eq!(ro.seen_keys().unwrap().len(), 3);
+            assert!(ro.contains(&old[0].key).unwrap());
+            assert_eq!(ro.stats().unwrap().captures, 3);
+            assert_eq!(ro.baselines().unwrap().len(), 2);
+            assert_eq!(
+                ro.checkpoint().unwrap().map(|t| t.as_millisecond()),
+                Some(1_750_000_040_000)
+            );
+            assert_eq!(
+                ro.get(2).unwrap().unwrap().capture.bundle,
+                old[1].bundle,
+                "bundles read as they are"
+            );
+        }
+        assert_eq!(raw_version(&path), version, "a reader does not migrate");
         let store = RedbStore::open(&path).unwrap();
-        store
-            .insert(&capture("shop", "web-1", Some("web"), "web", 1, 10, 50))
+        store.check_consistency().unwrap();
+        drop(store);
+        assert_eq!(raw_version(&path), SCHEMA_VERSION, "a writer migrates");
+        let store = RedbStore::open(&path).unwrap();
+        store.check_consistency().unwrap();
+        assert_eq!(store.seen_keys().unwrap().len(), 3);
+        assert_eq!(
+            store.baselines().unwrap().len(),
+            2,
+            "baselines of cluster \"\""
+        );
+        assert_eq!(
+            store.checkpoint().unwrap().map(|t| t.as_millisecond()),
+            Some(1_750_000_040_000)
+        );
+        let c = capture("shop", "web-1", Some("web"), "web", 3, 40, 50);
+        let keys = [cm("app-config", &["MODEL_NAME"])];
+        let id = store.insert_batch_with_keys(&[(&c, &keys[..])]).unwrap()[0]
+            .id()
             .unwrap();
-    }
-    assert_eq!(raw_version(&path), SCHEMA_VERSION);
-    // What a schema-1 crashdoc left: version 1, no config_keys table.
-    {
-        let db = redb::Database::create(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(META)
-            .unwrap()
-            .insert("schema_version", 1)
+        assert_eq!(id, 4, "ids continue");
+        assert_eq!(store.config_keys(&[id]).unwrap()[&id], keys);
+        assert!(store.insert(&old[0]).unwrap() == crashdoc_history::Inserted::Duplicate(1));
+        assert_eq!(
+            store.list(&Query::default()).unwrap().len(),
+            4,
+            "old records kept"
+        );
+        store.check_consistency().unwrap();
+        let pruned = store
+            .prune(
+                &Retention {
+                    max_captures: Some(1),
+                    ..Retention::default()
+                },
+                common::at(100),
+            )
             .unwrap();
-        assert!(txn.delete_table(CONFIG_KEYS).unwrap());
-        txn.commit().unwrap();
+        assert_eq!(pruned.removed, 3);
+        store.check_consistency().unwrap();
     }
-    assert_eq!(raw_version(&path), 1);
-    {
-        let ro = RedbStore::open_read_only(&path).unwrap();
-        assert_eq!(ro.list(&Query::default()).unwrap().len(), 1);
-        assert!(ro.config_keys(&[1]).unwrap().is_empty());
-        ro.check_consistency().unwrap();
-    }
-    assert_eq!(raw_version(&path), 1, "a reader does not migrate");
-    let store = RedbStore::open(&path).unwrap();
-    drop(store);
-    assert_eq!(raw_version(&path), SCHEMA_VERSION, "a writer migrates");
-    let store = RedbStore::open(&path).unwrap();
-    let c = capture("shop", "web-1", Some("web"), "web", 2, 20, 50);
-    let keys = [cm("app-config", &["MODEL_NAME"])];
-    let id = store.insert_batch_with_keys(&[(&c, &keys[..])]).unwrap()[0].id();
-    assert_eq!(store.config_keys(&[id]).unwrap()[&id], keys);
-    assert_eq!(
-        store.list(&Query::default()).unwrap().len(),
-        2,
-        "old records kept"
-    );
-    store.check_consistency().unwrap();
 }

@@ -8,6 +8,7 @@
 
 mod cluster;
 pub mod collect;
+pub mod identity;
 pub mod manifests;
 pub mod retry;
 pub mod runs;
@@ -19,6 +20,7 @@ pub mod verify;
 pub mod workload;
 
 pub use cluster::Cluster;
+pub use identity::{ClusterIdentity, cluster_identity};
 pub use collect::{CollectOptions, Collection, Collector, selector_string, unhealthy};
 pub use sources::references::referenced_objects;
 pub use target::{Target, TargetKind};

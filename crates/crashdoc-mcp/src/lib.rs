@@ -21,6 +21,7 @@
 //! reports them so (SEP-1303 moved input validation errors into tool results).
 
 mod lint;
+mod fleet;
 mod tools;
 
 pub use lint::{FailOn, LintParams};
@@ -42,9 +43,14 @@ pub struct Defaults {
     pub context: Option<String>,
     /// `-n`: the namespace when a call names none (else the context's).
     pub namespace: Option<String>,
-    /// The history database `history` reads (the CLI resolves --db,
-    /// CRASHDOC_DB and the XDG default before starting the server).
-    pub db: Option<PathBuf>,
+    /// The history database `history` and `fleet` read (the CLI resolves
+    /// --db, CRASHDOC_DB and the XDG default before starting the server):
+    /// a file, or a PostgreSQL URL. A call may name another file, never
+    /// another database: the server's credentials go only to its own.
+    pub db: Option<crashdoc_history::Location>,
+    /// The database password's file (`--db-password-file`), when the URL
+    /// has none.
+    pub db_password_file: Option<PathBuf>,
 }
 
 /// Why the server could not run.

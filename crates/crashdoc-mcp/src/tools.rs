@@ -117,7 +117,9 @@ pub struct HistoryParams {
     pub namespace: Option<String>,
     /// Only this container.
     pub container: Option<String>,
-    /// The history database (default: the server's --db, CRASHDOC_DB, or ~/.local/state/crashdoc/history.redb).
+    /// Only this cluster (`crashdoc watch --cluster`; default: every cluster in the history).
+    pub cluster: Option<String>,
+    /// A history file (default: the server's --db, CRASHDOC_DB, or ~/.local/state/crashdoc/history.redb). Only a file: a database URL is the server's --db alone.
     pub db: Option<String>,
     /// Only captures from the last DURATION: 90s, 30m, 2h, 7d.
     pub since: Option<String>,
@@ -127,6 +129,39 @@ pub struct HistoryParams {
     pub export: Option<u64>,
     /// Where `export` writes on the server's machine: FILE.tar.gz, or a folder.
     pub output: Option<String>,
+}
+
+/// What the `fleet` tool answers.
+#[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum FleetQuery {
+    /// Captures counted per group (`group_by`), each with its causes.
+    Group,
+    /// The (cluster, workload, cause) triples first seen at or after `since` (or the first capture of `revision`).
+    NewCauses,
+    /// One workload's (`target`) causes in each cluster, side by side.
+    CompareClusters,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FleetParams {
+    /// What to answer.
+    pub query: FleetQuery,
+    /// For `group`: cluster, namespace, workload, cause or node (default cluster).
+    pub group_by: Option<String>,
+    /// A pod or workload (deploy/NAME, sts/NAME, ...); required by `compare_clusters`.
+    pub target: Option<String>,
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only this cluster.
+    pub cluster: Option<String>,
+    /// Only captures since: a DURATION ago (2h, 7d) or an RFC 3339 time; for `new_causes`, where "new" starts.
+    pub since: Option<String>,
+    /// For `new_causes`: new since the first capture of this rollout revision (pod-template-hash or controller-revision-hash).
+    pub revision: Option<String>,
+    /// A history file (default: the server's --db). Only a file: a database URL is the server's --db alone.
+    pub db: Option<String>,
 }
 
 /// The MCP server: one per session.
@@ -383,13 +418,72 @@ reads. Reads the history database only, no cluster access.",
         &self,
         Parameters(p): Parameters<HistoryParams>,
     ) -> Result<CallToolResult, McpError> {
-        let db = p.db.clone().map(PathBuf::from).or(self.defaults.db.clone());
-        let run = blocking(move || history(p, db)).await;
+        let defaults = self.defaults.clone();
+        let run = blocking(move || {
+            let store = open_history(p.db.as_deref(), &defaults)?;
+            history(p, store)
+        })
+        .await;
         Ok(match run {
             Ok((v, text)) => structured(v, text),
             Err(e) => failure(e),
         })
     }
+
+    #[tool(
+        description = "Fleet questions over the history that many clusters' `crashdoc watch` write (a PostgreSQL --db, or one \
+file): `group` counts captures per cluster, namespace, workload, cause or node, each with its causes (which clusters crash \
+most this week, and why); `new_causes` lists the (cluster, workload, cause) triples first seen since a time or a rollout \
+revision (is this cause new?); `compare_clusters` puts one workload's causes in each cluster side by side (did the rollout \
+make it OOM in every region?). Reads the history only, no cluster access.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn fleet(
+        &self,
+        Parameters(p): Parameters<FleetParams>,
+    ) -> Result<CallToolResult, McpError> {
+        let defaults = self.defaults.clone();
+        let run = blocking(move || {
+            let store = open_history(p.db.as_deref(), &defaults)?;
+            crate::fleet::answer(p, store.as_ref())
+        })
+        .await;
+        Ok(match run {
+            Ok((v, text)) => structured(v, text),
+            Err(e) => failure(e),
+        })
+    }
+}
+
+/// The history a call reads: its own `db` file, else the server's --db.
+/// A call cannot name a database URL: the server would send its
+/// credentials to whatever host the call named.
+pub(crate) fn open_history(
+    db: Option<&str>,
+    d: &Defaults,
+) -> anyhow::Result<Arc<dyn crashdoc_history::Store>> {
+    use anyhow::Context as _;
+    let loc = match db {
+        Some(s) => match s.parse::<crashdoc_history::Location>() {
+            Ok(crashdoc_history::Location::File(p)) => crashdoc_history::Location::File(p),
+            _ => {
+                return Err(ArgError::new(
+                    "`db` names a database URL: a call may only name a history file",
+                    "leave `db` out to read the server's --db (start the server with --db postgres://... for a fleet database)",
+                )
+                .into());
+            }
+        },
+        None => d.db.clone().context(
+            "no history database: the server was started without one (pass `db`, or start it with --db or CRASHDOC_DB)",
+        )?,
+    };
+    let o = crashdoc_history::OpenOptions {
+        read_only: true,
+        password_file: d.db_password_file.clone(),
+        ..crashdoc_history::OpenOptions::default()
+    };
+    crashdoc_history::open(&loc, &o).with_context(|| format!("cannot read the history {loc}"))
 }
 
 #[tool_handler(router = self.tool_router)]
@@ -462,13 +556,12 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| anyhow::anyhow!("the tool's worker failed: {e}"))?
 }
 
-fn history(p: HistoryParams, db: Option<PathBuf>) -> anyhow::Result<(Value, String)> {
+fn history(
+    p: HistoryParams,
+    store: Arc<dyn crashdoc_history::Store>,
+) -> anyhow::Result<(Value, String)> {
     use anyhow::Context as _;
-    let path = db.context(
-        "no history database: the server was started without one (pass `db`, or start it with --db or CRASHDOC_DB)",
-    )?;
-    let store = crashdoc_history::RedbStore::open_read_only(&path)
-        .with_context(|| format!("cannot read the history {}", path.display()))?;
+    let location = store.location();
     match (p.export, &p.output) {
         (Some(id), Some(out)) => {
             let bytes = store.bundle(id)?.with_context(|| {
@@ -509,13 +602,14 @@ fn history(p: HistoryParams, db: Option<PathBuf>) -> anyhow::Result<(Value, Stri
                 .map(crashdoc_core::time::parse_duration)
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
-            let q = crashdoc_watch::history::query(
+            let mut q = crashdoc_watch::history::query(
                 p.target.as_deref(),
                 p.namespace.clone(),
                 p.container.clone(),
                 since,
                 p.limit.unwrap_or(50),
             )?;
+            q.cluster = p.cluster.clone();
             let records = store.list(&q)?;
             let captures: Vec<Value> = records
                 .iter()
@@ -529,7 +623,7 @@ fn history(p: HistoryParams, db: Option<PathBuf>) -> anyhow::Result<(Value, Stri
                         .as_deref()
                         .map(|t| format!(" of {t}"))
                         .unwrap_or_default(),
-                    path.display()
+                    location
                 ));
             } else {
                 text.push_str(&format!("{} capture(s), newest first:\n", records.len()));
@@ -554,7 +648,7 @@ fn history(p: HistoryParams, db: Option<PathBuf>) -> anyhow::Result<(Value, Stri
             }
             let v = json!({
                 "schema": diagnose::SCHEMA,
-                "db": path.display().to_string(),
+                "db": location,
                 "captures": captures,
             });
             Ok((v, text))

@@ -50,6 +50,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
     let c = &r.capture;
     let mut v = serde_json::json!({
         "id": r.id,
+        "cluster": c.key.cluster,
         "namespace": c.namespace,
         "pod": c.pod,
         "pod_uid": c.key.pod_uid,
@@ -58,6 +59,7 @@ pub fn record_json(r: &Record) -> serde_json::Value {
         "owner_kind": c.owner_kind,
         "owner": c.owner,
         "node": c.node,
+        "revision": c.revision,
         "finished_at": c.finished_at.map(|t| t.to_string()),
         "observed_at": c.observed_at.to_string(),
         "reason": c.reason,

@@ -42,7 +42,7 @@ pub mod server;
 pub mod session;
 pub mod track;
 
-use crashdoc_history::{RedbStore, Retention};
+use crashdoc_history::{Retention, Store};
 use crashdoc_kube::CollectOptions;
 use futures::StreamExt;
 use inflight::{InFlight, Token};
@@ -55,7 +55,6 @@ use server::{Health, Readiness};
 use session::{Action, BaselineOp, Event};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -88,7 +87,12 @@ pub struct Config {
     /// `None`: every namespace.
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
-    pub db: PathBuf,
+    /// The cluster's name in the history: every capture's
+    /// [`crashdoc_history::TerminationKey::cluster`].
+    pub cluster: String,
+    /// The history: a file, or a database shared by many clusters'
+    /// watchers (opened by the caller with this cluster's scope).
+    pub store: Arc<dyn Store>,
     pub retention: Retention,
     pub listen: SocketAddr,
     /// Captures running at once.
@@ -184,7 +188,13 @@ pub async fn run(
             "capture concurrency and queue capacity must be at least 1".into(),
         ));
     }
-    let store = Arc::new(RedbStore::open(&cfg.db)?);
+    let store = cfg.store.clone();
+    if store.is_read_only() {
+        return Err(WatchError::Config(format!(
+            "the history {} is open read-only",
+            store.location()
+        )));
+    }
     let metrics = Arc::new(Metrics::new());
     let health = Arc::new(Health::default());
     if let Ok(s) = store.stats() {
@@ -199,13 +209,25 @@ pub async fn run(
     let addr = listener.local_addr().unwrap_or(cfg.listen);
     tokio::spawn(server::serve(listener, metrics.clone(), health.clone()));
     log(&format!(
-        "crashdoc watch: {} → history {} · metrics http://{addr}/metrics",
+        "crashdoc watch: cluster {} · {} → history {} · metrics http://{addr}/metrics",
+        cfg.cluster,
         match &cfg.namespace {
             Some(ns) => format!("namespace {ns}"),
             None => "all namespaces".into(),
         },
-        cfg.db.display()
+        store.location()
     ));
+    // The spool's depth, age and drops (a database's; a file has none).
+    let spooler = {
+        let (store, metrics) = (store.clone(), metrics.clone());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(2));
+            loop {
+                tick.tick().await;
+                metrics.spool(store.spool().as_ref(), jiff::Timestamp::now());
+            }
+        })
+    };
 
     let webhooks: Vec<Arc<notify::Webhook>> = cfg
         .webhooks
@@ -243,6 +265,7 @@ pub async fn run(
         })
     };
 
+    let cluster: Arc<str> = Arc::from(cfg.cluster.as_str());
     let shared = Shared {
         client,
         cfg: Arc::new(cfg),
@@ -251,6 +274,7 @@ pub async fn run(
         health,
         webhooks,
         inflight: InFlight::default(),
+        cluster,
     };
     let summary = match shared.cfg.leader.clone() {
         None => {
@@ -273,6 +297,7 @@ pub async fn run(
         Some(le) => shared.lead(le, shutdown).await?,
     };
     pruner.abort();
+    spooler.abort();
     Ok(summary)
 }
 
@@ -280,13 +305,15 @@ pub async fn run(
 pub(crate) struct Shared {
     client: kube::Client,
     cfg: Arc<Config>,
-    store: Arc<RedbStore>,
+    store: Arc<dyn Store>,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     webhooks: Vec<Arc<notify::Webhook>>,
     /// Terminations observed (and baselines set) not yet stored, or given
     /// up on: each holds a token.
     inflight: InFlight,
+    /// `cfg.cluster`, shared by every job.
+    cluster: Arc<str>,
 }
 
 impl Shared {
@@ -476,6 +503,7 @@ impl Shared {
                     node,
                 } = *capture;
                 let job = Job {
+                    cluster: self.cluster.clone(),
                     node,
                     pod: *pod,
                     workload,

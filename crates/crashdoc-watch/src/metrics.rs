@@ -63,6 +63,14 @@ pub struct Metrics {
     pub history_max_captures: Gauge,
     pub history_max_bytes: Gauge,
     pub history_pruned: Counter,
+    pub spool_depth: Gauge,
+    pub spool_oldest_age: Gauge<f64, AtomicU64>,
+    pub spool_dropped: Counter,
+    pub spool_drained: Counter,
+    pub database_up: Gauge,
+    /// The spool's counters as last exported (the counters above grow by
+    /// the difference).
+    spool_seen: std::sync::Mutex<(u64, u64)>,
 }
 
 impl Default for Metrics {
@@ -92,6 +100,12 @@ impl Metrics {
             history_max_captures: Gauge::default(),
             history_max_bytes: Gauge::default(),
             history_pruned: Counter::default(),
+            spool_depth: Gauge::default(),
+            spool_oldest_age: Gauge::default(),
+            spool_dropped: Counter::default(),
+            spool_drained: Counter::default(),
+            database_up: Gauge::default(),
+            spool_seen: std::sync::Mutex::new((0, 0)),
             registry: Registry::default(),
         };
         registry.register(
@@ -179,7 +193,56 @@ impl Metrics {
             "Captures removed from the history by the retention limits",
             m.history_pruned.clone(),
         );
+        registry.register(
+            "history_spool_depth",
+            "Captures waiting in the local spool while the history database is unreachable (--db postgres://...)",
+            m.spool_depth.clone(),
+        );
+        registry.register(
+            "history_spool_oldest_age_seconds",
+            "Age of the oldest capture waiting in the spool (0: none)",
+            m.spool_oldest_age.clone(),
+        );
+        registry.register(
+            "history_spool_dropped",
+            "Captures not kept because the spool was full (--spool-max-captures, --spool-max-mib)",
+            m.spool_dropped.clone(),
+        );
+        registry.register(
+            "history_spool_drained",
+            "Captures moved from the spool into the database",
+            m.spool_drained.clone(),
+        );
+        registry.register(
+            "history_database_up",
+            "1 while the history database answers, 0 while captures go to the spool",
+            m.database_up.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// The spool's state ([`crashdoc_history::Store::spool`]); a store
+    /// without a spool (a file) is always up with an empty spool.
+    pub fn spool(&self, s: Option<&crashdoc_history::SpoolStats>, now: jiff::Timestamp) {
+        let Some(s) = s else {
+            self.database_up.set(1);
+            return;
+        };
+        let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        self.spool_depth.set(clamp(s.depth));
+        let age = s
+            .oldest
+            .filter(|_| s.depth > 0)
+            .map_or(0.0, |t| (now - t).as_secs_f64().max(0.0));
+        self.spool_oldest_age.set(age);
+        self.database_up.set(i64::from(!s.database_down));
+        let mut seen = self
+            .spool_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.spool_dropped.inc_by(s.dropped.saturating_sub(seen.0));
+        self.spool_drained.inc_by(s.drained.saturating_sub(seen.1));
+        *seen = (seen.0.max(s.dropped), seen.1.max(s.drained));
     }
 
     /// The OpenMetrics text exposition.
@@ -309,5 +372,38 @@ mod tests {
             text.lines().any(|l| l == "crashdoc_history_max_bytes 0"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_spool_is_exported_as_depth_age_and_counters() {
+        let m = Metrics::new();
+        let now: jiff::Timestamp = "2026-12-02T03:00:00Z".parse().unwrap();
+        let mut s = crashdoc_history::SpoolStats {
+            depth: 12,
+            oldest: Some("2026-12-02T02:59:30Z".parse().unwrap()),
+            dropped: 3,
+            drained: 0,
+            database_down: true,
+        };
+        m.spool(Some(&s), now);
+        s.dropped = 5;
+        s.drained = 12;
+        s.depth = 0;
+        s.database_down = false;
+        m.spool(Some(&s), now);
+        let text = m.encode();
+        for line in [
+            "crashdoc_history_spool_depth 0",
+            "crashdoc_history_spool_oldest_age_seconds 0.0",
+            "crashdoc_history_spool_dropped_total 5",
+            "crashdoc_history_spool_drained_total 12",
+            "crashdoc_history_database_up 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in {text}");
+        }
+        // Near miss: with captures waiting, the age is the oldest one's.
+        s.depth = 2;
+        m.spool(Some(&s), now);
+        assert!(m.encode().lines().any(|l| l == "crashdoc_history_spool_oldest_age_seconds 30.0"));
     }
 }

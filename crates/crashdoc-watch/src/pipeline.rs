@@ -194,7 +194,20 @@ impl Shared {
                 }
             };
             for ((c, d), ins) in batch.into_iter().zip(diagnoses).zip(inserted) {
-                let Inserted::New(id) = ins else { continue };
+                let id = match ins {
+                    Inserted::New(id) => Some(id),
+                    // Kept locally; written when the database answers.
+                    Inserted::Spooled => None,
+                    Inserted::Duplicate(_) => continue,
+                    Inserted::Dropped => {
+                        self.metrics.capture("dropped");
+                        log(&format!(
+                            "history: the database is unreachable and the spool is full: dropped the capture of {}/{} {} #{}",
+                            c.namespace, c.pod, c.key.container, c.key.restart_count
+                        ));
+                        continue;
+                    }
+                };
                 stored += 1;
                 self.metrics.history_captures.inc();
                 self.metrics.capture(kind_str(c.kind));

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 /// One termination waiting for its capture.
 pub(crate) struct Job {
+    /// The cluster's name in the history (`--cluster`).
+    pub cluster: std::sync::Arc<str>,
     pub term: Termination,
     pub pod: Pod,
     pub workload: Option<(String, String)>,
@@ -106,10 +108,11 @@ pub(crate) fn kind_str(k: CaptureKind) -> &'static str {
     }
 }
 
-/// The log line of a stored capture.
-pub(crate) fn line(c: &Capture, id: u64) -> String {
+/// The log line of a stored capture (`id`: `None` while it waits in the
+/// spool for the database).
+pub(crate) fn line(c: &Capture, id: Option<u64>) -> String {
     format!(
-        "{}/{} {} #{}: {}{} → {}{} [{} #{id}]",
+        "{}/{} {} #{}: {}{} → {}{} [{} {}]",
         c.namespace,
         c.pod,
         c.key.container,
@@ -124,10 +127,15 @@ pub(crate) fn line(c: &Capture, id: u64) -> String {
             .map(|x| format!(" ({x})"))
             .unwrap_or_default(),
         kind_str(c.kind),
+        id.map_or_else(|| "spooled".to_string(), |id| format!("#{id}")),
     )
 }
 
-pub(crate) fn notice(c: &Capture, diagnosis: Option<&Diagnosis>, id: u64) -> notify::Notice {
+pub(crate) fn notice(
+    c: &Capture,
+    diagnosis: Option<&Diagnosis>,
+    id: Option<u64>,
+) -> notify::Notice {
     notify::Notice {
         kind: "crashdoc.termination",
         namespace: c.namespace.clone(),
@@ -144,7 +152,7 @@ pub(crate) fn notice(c: &Capture, diagnosis: Option<&Diagnosis>, id: u64) -> not
         fix: diagnosis.map(|d| d.fix.clone()).unwrap_or_default(),
         commands: diagnosis.map(|d| d.commands.clone()).unwrap_or_default(),
         suppressed: 0,
-        history_id: Some(id),
+        history_id: id,
     }
 }
 
@@ -200,7 +208,7 @@ fn build(
     };
     let capture = Capture {
         key: TerminationKey {
-            cluster: String::new(),
+            cluster: job.cluster.to_string(),
             pod_uid: job.term.uid.clone(),
             container: job.term.container.clone(),
             restart_count: job.term.restart_count,
@@ -210,7 +218,7 @@ fn build(
         owner_kind: job.workload.as_ref().map(|w| w.0.clone()),
         owner: job.workload.as_ref().map(|w| w.1.clone()),
         node: job.node.clone(),
-        revision: None,
+        revision: crate::track::revision_of(&job.pod),
         finished_at: job.term.finished_at,
         observed_at: job.observed_at,
         reason: job.term.reason.clone(),
@@ -296,6 +304,7 @@ mod tests {
         }))
         .unwrap();
         Job {
+            cluster: "east".into(),
             term: Termination {
                 namespace: "shop".into(),
                 pod: "web-1".into(),
@@ -324,7 +333,7 @@ mod tests {
         let d = r.diagnosis.as_ref().expect("a diagnosis");
         assert_eq!(r.capture.cause.as_deref(), Some(d.cause.id()));
         assert_eq!(r.capture.kind, CaptureKind::StatusOnly);
-        let n = notice(&r.capture, r.diagnosis.as_ref(), 7);
+        let n = notice(&r.capture, r.diagnosis.as_ref(), Some(7));
         assert!(!n.fix.is_empty(), "{n:?}");
         assert_eq!((&n.fix, &n.commands), (&d.fix, &d.commands));
         // The same as the stored JSON says (what notice() parsed before).
@@ -443,7 +452,7 @@ mod tests {
     #[test]
     fn without_a_diagnosis_the_notice_has_no_fix() {
         let r = status_only(&job("OOMKilled", 137), &None, "shed");
-        let n = notice(&r.capture, None, 1);
+        let n = notice(&r.capture, None, Some(1));
         assert!(n.fix.is_empty() && n.commands.is_empty());
         assert_eq!(n.cause, r.capture.cause);
     }

@@ -98,6 +98,20 @@ pub fn workload_of(pod: &Pod) -> Option<(String, String)> {
     Some((owner.kind.clone(), owner.name.clone()))
 }
 
+/// The pod's rollout revision, as its labels tell: `pod-template-hash` (the
+/// ReplicaSet of a Deployment's rollout) or `controller-revision-hash` (a
+/// StatefulSet's or DaemonSet's ControllerRevision). Both are set by the
+/// controllers (kubernetes pkg/controller/deployment/sync.go,
+/// pkg/controller/history/controller_history.go).
+pub fn revision_of(pod: &Pod) -> Option<String> {
+    let labels = pod.metadata.labels.as_ref()?;
+    labels
+        .get("pod-template-hash")
+        .or_else(|| labels.get("controller-revision-hash"))
+        .filter(|v| !v.is_empty())
+        .cloned()
+}
+
 /// The last run of a container the tracker knows of.
 #[derive(Debug, Clone, PartialEq)]
 struct Last {
@@ -778,5 +792,22 @@ mod tests {
         let mut bare = p;
         bare.metadata.owner_references = None;
         assert_eq!(workload_of(&bare), None);
+    }
+
+    #[test]
+    fn revision_comes_from_the_controllers_hash_labels() {
+        let mut p = pod("u1", crashed(1, "Error", 1));
+        let labels = p.metadata.labels.get_or_insert_with(Default::default);
+        labels.insert("pod-template-hash".into(), "7d9c".into());
+        assert_eq!(revision_of(&p).as_deref(), Some("7d9c"));
+        let labels = p.metadata.labels.get_or_insert_with(Default::default);
+        labels.remove("pod-template-hash");
+        labels.insert("controller-revision-hash".into(), "db-5f6".into());
+        assert_eq!(revision_of(&p).as_deref(), Some("db-5f6"));
+        // Near miss: another label with a hash-like value is no revision.
+        let labels = p.metadata.labels.get_or_insert_with(Default::default);
+        labels.clear();
+        labels.insert("app.kubernetes.io/version".into(), "7d9c".into());
+        assert_eq!(revision_of(&p), None);
     }
 }

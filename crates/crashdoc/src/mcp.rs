@@ -46,7 +46,8 @@ pub fn mcp(a: McpArgs) -> anyhow::Result<()> {
         context: a.context,
         namespace: a.namespace,
         // Resolved now as `crashdoc history` would; without HOME the tool says so.
-        db: a.db.path().ok(),
+        db: a.db.location().ok(),
+        db_password_file: a.db.db_password_file.clone(),
     };
     crate::live::runtime()?.block_on(async move {
         match a.http {

@@ -3,7 +3,10 @@
 
 use crate::live::{self, ClusterArgs};
 use anyhow::Context as _;
-use crashdoc_history::{Record, RedbStore, Retention};
+use crashdoc_history::{Location, OpenOptions, Record, Retention, SpoolConfig, Store};
+use std::sync::Arc;
+
+mod fleet;
 use crashdoc_watch::{Config, LeaderElection, WebhookConfig, notify};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -22,6 +25,23 @@ pub struct WatchArgs {
     pub selector: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
+    /// This cluster's name in the history, so that many clusters' watchers
+    /// can share one database [default: the kubeconfig context; in a pod,
+    /// the kube-system namespace's UID]
+    #[arg(long = "cluster", value_name = "NAME", env = "CRASHDOC_CLUSTER")]
+    pub cluster_name: Option<String>,
+    /// With a PostgreSQL --db: queue captures in this local file while the
+    /// database is unreachable; they are written when it answers again
+    /// [default: spool-CLUSTER.redb beside the default history file]
+    #[arg(long, value_name = "PATH")]
+    pub spool: Option<PathBuf>,
+    /// At most this many captures wait in the spool; later ones are dropped
+    /// (and counted in crashdoc_history_spool_dropped_total).
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub spool_max_captures: u64,
+    /// At most this many MiB wait in the spool.
+    #[arg(long, default_value_t = 512, value_name = "MIB")]
+    pub spool_max_mib: u64,
     /// Serve /metrics, /healthz and /readyz here.
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR")]
     pub listen: SocketAddr,
@@ -80,10 +100,21 @@ pub enum HookFormat {
 
 #[derive(clap::Args)]
 pub struct DbArg {
-    /// The history database [default: $CRASHDOC_DB, else
-    /// $XDG_STATE_HOME/crashdoc/history.redb, else ~/.local/state/crashdoc/history.redb]
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
+    /// The history: a file, or a PostgreSQL URL shared by many clusters'
+    /// watchers (postgres://USER@HOST:PORT/DB?sslmode=require) [default:
+    /// $CRASHDOC_DB, else $XDG_STATE_HOME/crashdoc/history.redb, else
+    /// ~/.local/state/crashdoc/history.redb]
+    #[arg(long, value_name = "PATH|URL")]
+    pub db: Option<String>,
+    /// The database password, from a file (a mounted Secret's key), when
+    /// the URL has none; else $PGPASSWORD.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "CRASHDOC_DB_PASSWORD_FILE",
+        hide_env_values = true
+    )]
+    pub db_password_file: Option<PathBuf>,
 }
 
 /// No --db, CRASHDOC_DB, XDG_STATE_HOME or HOME: nowhere to put the history.
@@ -105,20 +136,46 @@ impl crashdoc_core::Hint for NoHistoryPlace {
 }
 
 impl DbArg {
-    pub fn path(&self) -> anyhow::Result<PathBuf> {
-        if let Some(p) = &self.db {
-            return Ok(p.clone());
+    /// Where the history is: --db, else $CRASHDOC_DB, else the state folder's file.
+    pub fn location(&self) -> anyhow::Result<Location> {
+        let given = self.db.clone().or_else(|| {
+            std::env::var("CRASHDOC_DB")
+                .ok()
+                .filter(|v| !v.is_empty())
+        });
+        if let Some(s) = given {
+            let Ok(loc) = s.parse::<Location>();
+            return Ok(loc);
         }
-        if let Some(p) = std::env::var_os("CRASHDOC_DB").filter(|v| !v.is_empty()) {
-            return Ok(PathBuf::from(p));
-        }
+        self.state_default()
+    }
+
+    /// The history file in the state folder.
+    fn state_default(&self) -> anyhow::Result<Location> {
         let base = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
             Some(s) => PathBuf::from(s),
             None => {
                 PathBuf::from(std::env::var_os("HOME").ok_or(NoHistoryPlace)?).join(".local/state")
             }
         };
-        Ok(base.join("crashdoc").join("history.redb"))
+        Ok(Location::File(base.join("crashdoc").join("history.redb")))
+    }
+
+    fn options(&self) -> OpenOptions {
+        OpenOptions {
+            password_file: self.db_password_file.clone(),
+            ..OpenOptions::default()
+        }
+    }
+
+    /// The history, for reading (`crashdoc history`, `crashdoc mcp`).
+    pub fn open_read_only(&self) -> anyhow::Result<Arc<dyn Store>> {
+        let loc = self.location()?;
+        let o = OpenOptions {
+            read_only: true,
+            ..self.options()
+        };
+        crashdoc_history::open(&loc, &o).with_context(|| format!("cannot read the history {loc}"))
     }
 }
 
@@ -132,14 +189,34 @@ pub struct HistoryArgs {
     /// Only this container.
     #[arg(short = 'c', long)]
     pub container: Option<String>,
+    /// Only this cluster (`crashdoc watch --cluster`; default: every cluster
+    /// in the history).
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
-    /// Only captures from the last DURATION (e.g. 1h, 2d).
-    #[arg(long, value_parser = crate::parse_duration)]
-    pub since: Option<Duration>,
+    /// Only captures from the last DURATION (1h, 2d) or since a time (RFC 3339).
+    #[arg(long, value_name = "DURATION|TIME", value_parser = parse_since)]
+    pub since: Option<jiff::Timestamp>,
     /// At most this many captures, newest first.
     #[arg(long, default_value_t = 50)]
     pub limit: usize,
+    /// Count the captures per cluster, namespace, workload, cause or node,
+    /// each with its causes, instead of listing them.
+    #[arg(long, value_name = "KEY", value_parser = parse_group_by, conflicts_with_all = ["new_causes", "compare_clusters", "export"])]
+    pub group_by: Option<crashdoc_history::GroupBy>,
+    /// The (cluster, workload, cause) triples first seen at or after --since
+    /// (or the first capture of --revision): the causes that are new, not
+    /// the ones that have been there for a month.
+    #[arg(long, conflicts_with_all = ["compare_clusters", "export"])]
+    pub new_causes: bool,
+    /// With --new-causes: count as new from the first capture of this
+    /// rollout revision (a pod's pod-template-hash or controller-revision-hash).
+    #[arg(long, value_name = "HASH", requires = "new_causes", conflicts_with = "since")]
+    pub revision: Option<String>,
+    /// A workload's causes in every cluster, side by side.
+    #[arg(long, requires = "target", conflicts_with = "export")]
+    pub compare_clusters: bool,
     #[arg(long, short = 'f', value_enum, default_value_t = crate::Format::Text)]
     pub format: crate::Format,
     /// Write capture ID as a bundle (`crashdoc analyze` reads it).
@@ -148,6 +225,15 @@ pub struct HistoryArgs {
     /// Where --export writes: FILE.tar.gz, or a folder.
     #[arg(short = 'o', long, value_name = "FILE.tar.gz|DIR")]
     pub output: Option<PathBuf>,
+}
+
+/// `--since`: a duration ago (`2h`), or an RFC 3339 instant.
+fn parse_since(s: &str) -> Result<jiff::Timestamp, String> {
+    crashdoc_core::time::parse_since(s, jiff::Timestamp::now())
+}
+
+fn parse_group_by(s: &str) -> Result<crashdoc_history::GroupBy, String> {
+    s.parse()
 }
 
 fn identity() -> String {
@@ -164,7 +250,7 @@ fn identity() -> String {
 }
 
 pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
-    let db = a.db.path()?;
+    let loc = a.db.location()?;
     if a.webhook.iter().any(|u| u.trim().is_empty()) {
         anyhow::bail!("--webhook needs a URL");
     }
@@ -177,6 +263,23 @@ pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
         .await?;
         let ns = a.cluster.namespace.clone().unwrap_or(default_ns);
         let namespace = (!a.all_namespaces).then(|| ns.clone());
+        let cluster = match a.cluster_name.clone().filter(|c| !c.is_empty()) {
+            Some(name) => name,
+            None => {
+                let id = crashdoc_kube::cluster_identity(
+                    &client,
+                    a.cluster.kubeconfig.as_deref(),
+                    a.cluster.context.as_deref(),
+                )
+                .await
+                .context("cannot name this cluster for the history")?;
+                if verbose {
+                    eprintln!("cluster name {:?}, from {}", id.name, id.source);
+                }
+                id.name
+            }
+        };
+        let store = open_writer(&a, &loc, &cluster).await?;
         let leader = a.leader_elect.then(|| LeaderElection {
             lease_name: a.lease_name.clone(),
             lease_namespace: a
@@ -198,7 +301,8 @@ pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
         let cfg = Config {
             namespace,
             label_selector: a.selector.clone(),
-            db,
+            cluster,
+            store,
             retention: Retention {
                 max_age: Some(jiff::SignedDuration::from_secs(
                     a.retention.as_secs().min(i64::MAX as u64) as i64,
@@ -235,6 +339,50 @@ pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
     })
 }
 
+/// The history for `watch`: scoped to `cluster`; a database with its spool.
+async fn open_writer(a: &WatchArgs, loc: &Location, cluster: &str) -> anyhow::Result<Arc<dyn Store>> {
+    let spool = match loc {
+        Location::File(_) => None,
+        Location::Postgres(_) => Some(SpoolConfig {
+            path: match &a.spool {
+                Some(p) => p.clone(),
+                None => default_spool(cluster)?,
+            },
+            max_captures: a.spool_max_captures,
+            max_bytes: a.spool_max_mib.saturating_mul(1 << 20),
+        }),
+    };
+    let o = OpenOptions {
+        cluster: Some(cluster.to_string()),
+        spool,
+        ..a.db.options()
+    };
+    let loc = loc.clone();
+    // Connecting to a database blocks: not on the runtime's threads.
+    tokio::task::spawn_blocking(move || {
+        crashdoc_history::open(&loc, &o).with_context(|| format!("cannot open the history {loc}"))
+    })
+    .await
+    .context("the task opening the history failed")?
+}
+
+/// `spool-CLUSTER.redb` in the state folder (the default history file's).
+fn default_spool(cluster: &str) -> anyhow::Result<PathBuf> {
+    let Location::File(default) = (DbArg {
+        db: None,
+        db_password_file: None,
+    })
+    .state_default()?
+    else {
+        anyhow::bail!("no state folder for the spool: pass --spool PATH");
+    };
+    let safe: String = cluster
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .collect();
+    Ok(default.with_file_name(format!("spool-{safe}.redb")))
+}
+
 async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
@@ -260,22 +408,44 @@ async fn shutdown_signal() {
 }
 
 pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
-    let path = a.db.path()?;
-    let store = RedbStore::open_read_only(&path)
-        .with_context(|| format!("cannot read the history {}", path.display()))?;
+    let store = a.db.open_read_only()?;
     if let (Some(id), Some(out)) = (a.export, &a.output) {
-        return export(&store, id, out);
+        return export(store.as_ref(), id, out);
     }
-    let q = crashdoc_watch::history::query(
+    let mut q = crashdoc_watch::history::query(
         a.target.as_deref(),
         a.namespace.clone(),
         a.container.clone(),
-        a.since,
+        None,
         a.limit,
     )?;
-    let records = store.list(&q)?;
-    let (keys, changes) = crashdoc_watch::history::key_history(&store, &records)?;
+    q.cluster = a.cluster.clone();
+    q.since = a.since;
     let mut out = anstream::stdout();
+    if let Some(by) = a.group_by {
+        let groups = store.group(&q, by)?;
+        return fleet::print_groups(&mut out, by, &groups, a.format, &store.location());
+    }
+    if a.new_causes {
+        let since = match (&a.revision, a.since) {
+            (Some(rev), _) => crashdoc_history::Since::Revision(rev.clone()),
+            (None, Some(t)) => crashdoc_history::Since::At(t),
+            (None, None) => anyhow::bail!(
+                "--new-causes needs --since DURATION|TIME or --revision HASH: new since when?"
+            ),
+        };
+        // First sightings are judged over the whole history of the scope,
+        // the window only selects what to report.
+        let rows = store.new_causes(&q, since)?;
+        return fleet::print_new_causes(&mut out, &rows, a.format);
+    }
+    if a.compare_clusters {
+        let groups = store.group(&q, crashdoc_history::GroupBy::Cluster)?;
+        let target = a.target.as_deref().unwrap_or_default();
+        return fleet::print_side_by_side(&mut out, target, &groups, a.format);
+    }
+    let records = store.list(&q)?;
+    let (keys, changes) = crashdoc_watch::history::key_history(store.as_ref(), &records)?;
     if a.format == crate::Format::Json {
         let v: Vec<serde_json::Value> = records
             .iter()
@@ -298,14 +468,16 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|t| format!(" of {t}"))
                 .unwrap_or_default(),
-            path.display()
+            store.location()
         )?;
         return Ok(());
     }
     if a.format == crate::Format::Markdown {
         anyhow::bail!("history prints text or json");
     }
-    write!(out, "{}", table(&records))?;
+    let clusters: std::collections::BTreeSet<&str> =
+        records.iter().map(|r| r.capture.key.cluster.as_str()).collect();
+    write!(out, "{}", table(&records, clusters.len() > 1))?;
     writeln!(out, "\n{}", by_reason(&records))?;
     // What changed in the ConfigMaps and Secrets the pods referenced.
     for c in &changes {
@@ -318,12 +490,14 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn table(records: &[Record]) -> String {
+fn table(records: &[Record], with_cluster: bool) -> String {
     let mut t = comfy_table::Table::new();
     t.load_style(comfy_table::presets::NOTHING);
-    t.set_header([
-        "ID",
-        "WHEN",
+    let mut header = vec!["ID", "WHEN"];
+    if with_cluster {
+        header.push("CLUSTER");
+    }
+    header.extend([
         "POD",
         "CONTAINER",
         "#",
@@ -332,12 +506,18 @@ fn table(records: &[Record]) -> String {
         "CAUSE",
         "CAPTURE",
     ]);
+    t.set_header(header);
     for r in records {
         let c = &r.capture;
         let when = c.finished_at.unwrap_or(c.observed_at);
-        t.add_row([
+        let mut row = vec![
             r.id.to_string(),
             when.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+        ];
+        if with_cluster {
+            row.push(fleet::or_dash(&c.key.cluster));
+        }
+        row.extend([
             format!("{}/{}", c.namespace, c.pod),
             c.key.container.clone(),
             c.key.restart_count.to_string(),
@@ -353,6 +533,7 @@ fn table(records: &[Record]) -> String {
                 .and_then(|v| v.as_str().map(String::from))
                 .unwrap_or_default(),
         ]);
+        t.add_row(row);
     }
     format!("{t}\n")
 }
@@ -378,7 +559,7 @@ fn by_reason(records: &[Record]) -> String {
     format!("by reason: {}", parts.join(", "))
 }
 
-fn export(store: &RedbStore, id: u64, out: &Path) -> anyhow::Result<()> {
+fn export(store: &dyn Store, id: u64, out: &Path) -> anyhow::Result<()> {
     let bytes = store.bundle(id)?.with_context(|| {
         format!("capture {id} has no bundle (or no capture has that id); see `crashdoc history`")
     })?;
