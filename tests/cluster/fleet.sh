@@ -259,8 +259,9 @@ for n in "${NAMES[@]}"; do
   col=$((col + 3))
   dropped=$(awk '$1 ~ /^crashdoc_history_spool_dropped_total/ {s += $NF} END {print s + 0}' "$OUT/$n-metrics.txt")
   depth=$(awk '$1 == "crashdoc_history_spool_depth" {print $NF}' "$OUT/$n-metrics.txt")
+  through=$(awk '$1 ~ /^crashdoc_history_spool_drained_total/ {s += $NF} END {print s + 0}' "$OUT/$n-metrics.txt")
   (( peak > 0 )) && [[ $depth == 0 && $dropped == 0 ]]
-  check $? "$n: spool rose to a peak depth of $peak (oldest entry $oldest s) while PostgreSQL was down, drained to ${depth:-?} ${T_DRAIN[$n]} s after the restart, $dropped dropped"
+  check $? "$n: spool rose to a peak depth of $peak (oldest entry $oldest s) while PostgreSQL was down, drained to ${depth:-?} ${T_DRAIN[$n]} s after the restart ($through captures written from the spool), $dropped dropped"
   if psql_q -F $'\t' -c "select pod_uid, container, restart_count from crashdoc_history.captures where cluster = '$c' and namespace = '$NS'" \
        > "$OUT/$n-db.tsv" 2> "$OUT/$n-db.err"; then
     awk -F'\t' '{print $1 "/" $2 "/" $3}' "$OUT/$n-db.tsv" | sort > "$OUT/$n-db-keys.txt"
