@@ -28,7 +28,8 @@
 #
 # CRASHDOC_BIN=path uses another crashdoc than target/release/crashdoc.
 # FLEET_PODS (40), FLEET_COUNT (400), FLEET_RATE (10/s), FLEET_KILL_AFTER (10 s into
-# the storm), FLEET_DOWN (15 s) change the storm and the outage.
+# the storm), FLEET_DOWN (15 s) change the storm and the outage; FLEET_SPOOL_MAX=N passes
+# --spool-max-captures N (a spool too small for the outage must make the test fail).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TESTS="$ROOT/tests/cluster"
@@ -128,7 +129,7 @@ drained() {
 start_watch() { # start_watch NAME [DB-ARGS...]: crashdoc watch -A under cluster name CLUSTER[NAME]
   local name=$1; shift
   "$CRASHDOC" -v watch -A --kubeconfig "$WATCHER" "$@" --cluster "${CLUSTER[$name]}" \
-    --spool "$OUT/$name-spool.redb" --listen "127.0.0.1:${PORT[$name]}" \
+    --spool "$OUT/$name-spool.redb" ${FLEET_SPOOL_MAX:+--spool-max-captures "$FLEET_SPOOL_MAX"} --listen "127.0.0.1:${PORT[$name]}" \
     --leader-elect --lease-name "crashdoc-watch-$name" --lease-namespace "$NS" \
     >> "$OUT/$name.log" 2>&1 < /dev/null &
   PID[$name]=$!
@@ -234,7 +235,7 @@ produced=$(jq -r .terminations_produced "$OUT/run.json" 2>/dev/null)
 check $? "storm: $(jq -r '"\(.terminations_produced) terminations in \(.duration_seconds | . * 10 | floor / 10) s (\(.rate_achieved | . * 10 | floor / 10)/s, target \(.target_rate)), ended runs +\(.ended_runs_increase), exact \(.exact)"' "$OUT/run.json" 2>/dev/null || tail -n1 "$OUT/run.log")"
 produced=${produced:-0}
 
-declare -A T_DRAIN=()
+declare -A T_DRAIN=() EMPTIED=()
 for n in "${NAMES[@]}"; do
   if wait_until 300 drained "$n" "$produced"; then T_DRAIN[$n]=$(secs_since "$t_up"); else T_DRAIN[$n]="NOT drained within 300 s"; fi
 done
@@ -255,13 +256,16 @@ for n in "${NAMES[@]}"; do
   c=${CLUSTER[$n]}
   metrics "$n" > "$OUT/$n-metrics.txt"
   peak=$(awk -F'\t' -v k="$col" '$k > m {m = $k} END {print m + 0}' "$OUT/samples.tsv")
-  oldest=$(awk -F'\t' -v k="$((col + 1))" '$k > m {m = $k} END {print m + 0}' "$OUT/samples.tsv")
+  oldest=$(awk -F'\t' -v k="$((col + 1))" '$k > m {m = $k} END {printf "%.1f", m}' "$OUT/samples.tsv")
+  # the spool emptied: the first sample after the restart with depth 0
+  emptied=$(awk -F'\t' -v k="$col" -v up="$t_up" '$1 > up && $k == 0 {printf "%.1f", ($1 - up) / 1000; exit}' "$OUT/samples.tsv")
+  EMPTIED[$n]=${emptied:-never}
   col=$((col + 3))
   dropped=$(awk '$1 ~ /^crashdoc_history_spool_dropped_total/ {s += $NF} END {print s + 0}' "$OUT/$n-metrics.txt")
   depth=$(awk '$1 == "crashdoc_history_spool_depth" {print $NF}' "$OUT/$n-metrics.txt")
   through=$(awk '$1 ~ /^crashdoc_history_spool_drained_total/ {s += $NF} END {print s + 0}' "$OUT/$n-metrics.txt")
   (( peak > 0 )) && [[ $depth == 0 && $dropped == 0 ]]
-  check $? "$n: spool rose to a peak depth of $peak (oldest entry $oldest s) while PostgreSQL was down, drained to ${depth:-?} ${T_DRAIN[$n]} s after the restart ($through captures written from the spool), $dropped dropped"
+  check $? "$n: spool rose to a peak depth of $peak (oldest entry $oldest s) while PostgreSQL was down, empty ${EMPTIED[$n]} s after the restart, depth ${depth:-?} once settled ($through captures written from the spool), $dropped dropped"
   if psql_q -F $'\t' -c "select pod_uid, container, restart_count from crashdoc_history.captures where cluster = '$c' and namespace = '$NS'" \
        > "$OUT/$n-db.tsv" 2> "$OUT/$n-db.err"; then
     awk -F'\t' '{print $1 "/" $2 "/" $3}' "$OUT/$n-db.tsv" | sort > "$OUT/$n-db-keys.txt"
@@ -347,7 +351,7 @@ for n in "${NAMES[@]}"; do metrics "$n" > "$OUT/$n-metrics-end.txt"; done
 stop_watch east; stop_watch west
 canary() { # canary VALUE WHAT: VALUE in no file under OUT (spools included) nor in PostgreSQL's log
   local hits
-  hits=$( { grep -rlaF -- "$1" "$OUT" --exclude=wrong-password; grep -laF -- "$1" "$PG_LOG"; } 2>/dev/null | sed "s|^$ROOT/||" | tr '\n' ' ')
+  hits=$( { grep -rlaF --exclude=wrong-password -- "$1" "$OUT"; grep -laF -- "$1" "$PG_LOG"; } 2>/dev/null | sed "s|^$ROOT/||" | tr '\n' ' ')
   [[ -z "$hits" ]]
   check $? "canary: $2 in none of $(find "$OUT" -type f ! -name wrong-password | wc -l) files (watcher logs, /metrics, history text/json/group-by, wrong-password errors, spools) nor PostgreSQL's log${hits:+: FOUND in $hits}"
 }
@@ -365,7 +369,7 @@ writes=$(jq -r --arg from "$AUDIT_FROM" 'select(.stage == "ResponseComplete" and
 [[ -z "$bad" ]]
 check $? "audit: the watchers wrote only their Leases in $NS (${writes%, })${bad:+; other writes: $bad}"
 
-info "figures: N=$N per cluster (${CLUSTER[east]}, ${CLUSTER[west]}); spool peak depth east $(awk -F'\t' '$2 > m {m = $2} END {print m + 0}' "$OUT/samples.tsv"), west $(awk -F'\t' '$5 > m {m = $5} END {print m + 0}' "$OUT/samples.tsv"); PostgreSQL down $(awk -v a="$t_kill" -v b="$t_up" 'BEGIN {printf "%.1f", (b - a) / 1000}') s; drain after restart east ${T_DRAIN[east]} s, west ${T_DRAIN[west]} s; storm ended $(awk -v a="$t_up" -v b="$t_storm_end" 'BEGIN {printf "%.1f", (b - a) / 1000}') s after the restart"
+info "figures: N=$N per cluster (${CLUSTER[east]}, ${CLUSTER[west]}); spool peak depth east $(awk -F'\t' '$2 > m {m = $2} END {print m + 0}' "$OUT/samples.tsv"), west $(awk -F'\t' '$5 > m {m = $5} END {print m + 0}' "$OUT/samples.tsv"); PostgreSQL down $(awk -v a="$t_kill" -v b="$t_up" 'BEGIN {printf "%.1f", (b - a) / 1000}') s; spool empty after the restart in east ${EMPTIED[east]} s, west ${EMPTIED[west]} s; all settled east ${T_DRAIN[east]} s, west ${T_DRAIN[west]} s after it; storm ended $(awk -v a="$t_up" -v b="$t_storm_end" 'BEGIN {printf "%.1f", (b - a) / 1000}') s after the restart"
 info "fleet.sh took $(secs_since "$T_ALL") s"
 echo "$passed passed, $failed failed"
 (( failed == 0 ))
