@@ -81,7 +81,7 @@ async fn tools_are_listed_with_schemas_that_follow_the_cli_flags() {
     assert_eq!(
         names,
         [
-            "analyze", "capture", "diagnose", "explain", "history", "lint", "scan"
+            "analyze", "capture", "diagnose", "explain", "fleet", "history", "lint", "scan"
         ]
     );
     let props = |name: &str| -> Vec<String> {
@@ -129,12 +129,27 @@ async fn tools_are_listed_with_schemas_that_follow_the_cli_flags() {
     assert_eq!(
         props("history"),
         [
+            "cluster",
             "container",
             "db",
             "export",
             "limit",
             "namespace",
             "output",
+            "since",
+            "target"
+        ]
+    );
+    // The fleet tool follows `history --group-by/--new-causes/--compare-clusters`.
+    assert_eq!(
+        props("fleet"),
+        [
+            "cluster",
+            "db",
+            "group_by",
+            "namespace",
+            "query",
+            "revision",
             "since",
             "target"
         ]
@@ -332,7 +347,7 @@ async fn history_lists_filters_and_exports() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = history_db(dir.path());
     let c = client(Defaults {
-        db: Some(db.clone()),
+        db: Some(crashdoc_history::Location::File(db.clone())),
         ..Defaults::default()
     })
     .await;
@@ -392,6 +407,53 @@ async fn history_lists_filters_and_exports() {
     )
     .await;
     assert!(text.contains("there is no history at"), "{text}");
+}
+
+#[tokio::test]
+async fn fleet_answers_from_the_servers_history_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = history_db(dir.path());
+    let c = client(Defaults {
+        db: Some(crashdoc_history::Location::File(db.clone())),
+        ..Defaults::default()
+    })
+    .await;
+    let (v, text) = ok(&c, "fleet", json!({ "query": "group", "group_by": "cause" })).await;
+    let groups: Vec<(String, u64)> = v["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| (g["key"].as_str().unwrap_or_default().to_string(), g["captures"].as_u64().unwrap_or(0)))
+        .collect();
+    assert_eq!(groups, [("oom-killed".to_string(), 2), ("app-crash".to_string(), 1)]);
+    assert!(text.starts_with("2 group(s) by cause"), "{text}");
+    let (v, _) = ok(
+        &c,
+        "fleet",
+        json!({ "query": "new_causes", "since": "2026-11-29T10:02:00Z" }),
+    )
+    .await;
+    // oom-killed was first seen at 10:03, app-crash at 10:01: only the first is new.
+    let new: Vec<&str> = v["new_causes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|r| r["cause"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(new, ["oom-killed"]);
+    // Near misses: compare_clusters without a target; new_causes without a start.
+    let (_, text) = tool_error(&c, "fleet", json!({ "query": "compare_clusters" })).await;
+    assert!(text.contains("needs `target`"), "{text}");
+    let (_, text) = tool_error(&c, "fleet", json!({ "query": "new_causes" })).await;
+    assert!(text.contains("new since when?"), "{text}");
+    // A call cannot send the server's database password to a host of its
+    // choosing: a URL in `db` is refused before anything connects.
+    for tool in ["fleet", "history"] {
+        let mut args = json!({ "db": "postgres://crashdoc@attacker.invalid:5432/x" });
+        if tool == "fleet" {
+            args["query"] = json!("group");
+        }
+        let (_, text) = tool_error(&c, tool, args).await;
+        assert!(text.contains("may only name a history file"), "{tool}: {text}");
+    }
 }
 
 /// Values planted in a Secret, an env var and log lines of a fixture
