@@ -126,7 +126,7 @@ pub fn new_causes(all: &[Record], matching: &[Record], since: Timestamp) -> Vec<
         .into_iter()
         .filter_map(|(k, captures)| {
             let first_seen = *first.get(&k)?;
-            (first_seen >= since).then(|| NewCause {
+            (first_seen >= since).then_some(NewCause {
                 cluster: k.0,
                 namespace: k.1,
                 owner_kind: k.2,

@@ -699,10 +699,10 @@ impl PgStore {
         Ok(())
     }
 
-    /// Loads captures in bulk (COPY) without the per-capture work of
-    /// [`Store::insert_batch`], then rebuilds the derived tables: for
-    /// benchmarks and tests that need a large history quickly. The keys
-    /// must be new; blobs and key names are not stored.
+    /// Loads captures in bulk (COPY) into `captures` without the
+    /// per-capture work of [`Store::insert_batch`]: for benchmarks that need
+    /// a large history quickly. The keys must be new; blobs and key names
+    /// are not stored; call [`PgStore::rebuild_derived`] afterwards.
     #[doc(hidden)]
     pub fn bulk_load(&self, cs: &[Capture]) -> R<u64> {
         self.writable()?;
@@ -1098,8 +1098,9 @@ impl Session {
             String,
         );
         let mut roll: BTreeMap<RollKey, (i64, Timestamp, Timestamp)> = BTreeMap::new();
-        let mut first: BTreeMap<(String, String, String, String), (String, String, Timestamp)> =
-            BTreeMap::new();
+        // (cluster, namespace, workload, cause) -> (owner kind, owner, first).
+        type FirstKey = (String, String, String, String);
+        let mut first: BTreeMap<FirstKey, (String, String, Timestamp)> = BTreeMap::new();
         let mut totals: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
         for &(i, id) in &new {
             let r = &rows[i];
@@ -1271,8 +1272,6 @@ impl Session {
             sink.send(bytes::Bytes::from(buf)).await.map_err(err)?;
             n += sink.as_mut().finish().await.map_err(err)?;
         }
-        drop(rows);
-        self.rebuild_derived().await?;
         Ok(n)
     }
 
@@ -1478,8 +1477,10 @@ impl Session {
             GroupBy::Node => "node",
         };
         sql.text = format!(
-            "SELECT gk, gc, sum(n)::bigint, count(DISTINCT pod_uid), min(first_at), max(last_at), GROUPING(gc) \
-             FROM (SELECT {k} AS gk, cause AS gc, pod_uid, n, first_at, last_at FROM ({m}) m) r GROUP BY GROUPING SETS ((gk, gc), (gk))"
+            "WITH p AS MATERIALIZED (SELECT {k} COLLATE \"C\" AS gk, cause COLLATE \"C\" AS gc, pod_uid, sum(n) AS n, min(first_at) AS first_at, max(last_at) AS last_at \
+             FROM ({m}) m GROUP BY 1, 2, 3) \
+             SELECT gk, gc, sum(n)::bigint, count(DISTINCT pod_uid), min(first_at), max(last_at), GROUPING(gc) \
+             FROM p GROUP BY GROUPING SETS ((gk, gc), (gk))"
         );
         sql
     }
