@@ -418,14 +418,27 @@ async fn fleet_answers_from_the_servers_history_only() {
         ..Defaults::default()
     })
     .await;
-    let (v, text) = ok(&c, "fleet", json!({ "query": "group", "group_by": "cause" })).await;
+    let (v, text) = ok(
+        &c,
+        "fleet",
+        json!({ "query": "group", "group_by": "cause" }),
+    )
+    .await;
     let groups: Vec<(String, u64)> = v["groups"]
         .as_array()
         .expect("groups")
         .iter()
-        .map(|g| (g["key"].as_str().unwrap_or_default().to_string(), g["captures"].as_u64().unwrap_or(0)))
+        .map(|g| {
+            (
+                g["key"].as_str().unwrap_or_default().to_string(),
+                g["captures"].as_u64().unwrap_or(0),
+            )
+        })
         .collect();
-    assert_eq!(groups, [("oom-killed".to_string(), 2), ("app-crash".to_string(), 1)]);
+    assert_eq!(
+        groups,
+        [("oom-killed".to_string(), 2), ("app-crash".to_string(), 1)]
+    );
     assert!(text.starts_with("2 group(s) by cause"), "{text}");
     let (v, _) = ok(
         &c,
@@ -452,7 +465,10 @@ async fn fleet_answers_from_the_servers_history_only() {
             args["query"] = json!("group");
         }
         let (_, text) = tool_error(&c, tool, args).await;
-        assert!(text.contains("may only name a history file"), "{tool}: {text}");
+        assert!(
+            text.contains("may only name a history file"),
+            "{tool}: {text}"
+        );
     }
 }
 
