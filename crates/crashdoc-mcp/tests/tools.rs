@@ -47,6 +47,22 @@ async fn ok(c: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> (Val
     (r.structured_content.expect("structured content"), text)
 }
 
+/// A client of a server whose history is the file `db`.
+async fn client_on(db: &std::path::Path) -> RunningService<RoleClient, ()> {
+    client(Defaults {
+        db: Some(crashdoc_history::Location::File(db.to_path_buf())),
+        ..Defaults::default()
+    })
+    .await
+}
+
+/// One string field of each object of a JSON array.
+fn column<'a>(rows: &'a Value, field: &str) -> Vec<&'a str> {
+    rows.as_array()
+        .map(|a| a.iter().filter_map(|r| r[field].as_str()).collect())
+        .unwrap_or_default()
+}
+
 async fn tool_error(
     c: &RunningService<RoleClient, ()>,
     tool: &str,
@@ -346,11 +362,7 @@ fn history_db(dir: &Path) -> PathBuf {
 async fn history_lists_filters_and_exports() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = history_db(dir.path());
-    let c = client(Defaults {
-        db: Some(crashdoc_history::Location::File(db.clone())),
-        ..Defaults::default()
-    })
-    .await;
+    let c = client_on(&db).await;
     let (v, text) = ok(&c, "history", json!({})).await;
     assert_eq!(v["captures"].as_array().map(Vec::len), Some(3));
     assert!(text.starts_with("3 capture(s), newest first"), "{text}");
@@ -360,10 +372,7 @@ async fn history_lists_filters_and_exports() {
         json!({ "target": "deploy/vllm", "namespace": "llm" }),
     )
     .await;
-    let pods: Vec<&str> = v["captures"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|r| r["pod"].as_str()).collect())
-        .unwrap_or_default();
+    let pods = column(&v["captures"], "pod");
     assert_eq!(pods, ["vllm-7d9f8b6c5d-x2x9k", "vllm-7d9f8b6c5d-x2x9k"]);
     assert_eq!(v["captures"][0]["restart_count"], 4, "newest first");
     let (v, text) = ok(&c, "history", json!({ "target": "deploy/nothing" })).await;
@@ -413,11 +422,7 @@ async fn history_lists_filters_and_exports() {
 async fn fleet_answers_from_the_servers_history_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = history_db(dir.path());
-    let c = client(Defaults {
-        db: Some(crashdoc_history::Location::File(db.clone())),
-        ..Defaults::default()
-    })
-    .await;
+    let c = client_on(&db).await;
     let (v, text) = ok(
         &c,
         "fleet",
@@ -447,10 +452,7 @@ async fn fleet_answers_from_the_servers_history_only() {
     )
     .await;
     // oom-killed was first seen at 10:03, app-crash at 10:01: only the first is new.
-    let new: Vec<&str> = v["new_causes"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|r| r["cause"].as_str()).collect())
-        .unwrap_or_default();
+    let new = column(&v["new_causes"], "cause");
     assert_eq!(new, ["oom-killed"]);
     // Near misses: compare_clusters without a target; new_causes without a start.
     let (_, text) = tool_error(&c, "fleet", json!({ "query": "compare_clusters" })).await;

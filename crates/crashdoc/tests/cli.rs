@@ -637,9 +637,36 @@ fn catalog_lists_every_entry_with_its_source() {
     }
 }
 
+/// A status-only capture of a `Deployment/web` pod in `shop`, exit 1.
+fn status_only(key: crashdoc_history::TerminationKey, pod: &str) -> crashdoc_history::Capture {
+    crashdoc_history::Capture {
+        key,
+        namespace: "shop".into(),
+        pod: pod.into(),
+        owner_kind: Some("Deployment".into()),
+        owner: Some("web".into()),
+        node: None,
+        revision: None,
+        finished_at: None,
+        observed_at: jiff::Timestamp::UNIX_EPOCH,
+        reason: Some("Error".into()),
+        exit_code: Some(1),
+        signal: None,
+        cause: None,
+        confidence: Some("high".into()),
+        summary: None,
+        diagnosis_json: None,
+        kind: crashdoc_history::CaptureKind::StatusOnly,
+        missing: vec![],
+        logs: None,
+        capture_delay_ms: None,
+        bundle: None,
+    }
+}
+
 /// A history holding two clusters' captures of one workload.
 fn fleet_db(dir: &Path) -> PathBuf {
-    use crashdoc_history::{Capture, CaptureKind, RedbStore, TerminationKey};
+    use crashdoc_history::{Capture, RedbStore, TerminationKey};
     let db = dir.join("fleet.redb");
     let store = RedbStore::open(&db).expect("open");
     let rows = [
@@ -652,27 +679,14 @@ fn fleet_db(dir: &Path) -> PathBuf {
     ];
     for (cluster, uid, n, minute, cause, rev) in rows {
         let c = Capture {
-            key: TerminationKey::new(uid, "app", n).in_cluster(cluster),
-            namespace: "shop".into(),
-            pod: format!("web-{uid}"),
-            owner_kind: Some("Deployment".into()),
-            owner: Some("web".into()),
             node: Some(format!("{cluster}-node")),
             revision: Some(rev.into()),
-            finished_at: None,
             observed_at: format!("2026-11-29T10:{minute:02}:00Z").parse().unwrap(),
-            reason: Some("Error".into()),
-            exit_code: Some(1),
-            signal: None,
             cause: Some(cause.into()),
-            confidence: Some("high".into()),
-            summary: None,
-            diagnosis_json: None,
-            kind: CaptureKind::StatusOnly,
-            missing: vec![],
-            logs: None,
-            capture_delay_ms: None,
-            bundle: None,
+            ..status_only(
+                TerminationKey::new(uid, "app", n).in_cluster(cluster),
+                &format!("web-{uid}"),
+            )
         };
         store.insert(&c).expect("insert");
     }
