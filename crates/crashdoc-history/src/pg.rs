@@ -734,9 +734,7 @@ impl PgStore {
         let sql = sql.to_string();
         self.call(move |s| {
             async move {
-                let sql = sql.replace("{s}", &s.s);
-                let rows = s.client().await?.query(&sql, &[]).await;
-                let rows = rows.map_err(|e| s.err(e))?;
+                let rows = s.rows(&sql, &[]).await?;
                 rows.iter().map(|r| s.col::<String>(r, 0)).collect()
             }
             .boxed_local()
@@ -765,11 +763,7 @@ impl PgStore {
                 };
                 let _ = cluster;
                 sql.text = format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {}", sql.text);
-                let c = s.client().await?;
-                let rows = c
-                    .query(&sql.text, &sql.refs())
-                    .await
-                    .map_err(|e| s.err(e))?;
+                let rows = s.rows_of(&sql).await?;
                 rows.iter().map(|r| s.col::<String>(r, 0)).collect()
             }
             .boxed_local()
@@ -823,6 +817,44 @@ impl Session {
 
     fn col<'r, T: FromSql<'r>>(&self, row: &'r Row, i: usize) -> R<T> {
         row.try_get(i).map_err(|e| self.err(e))
+    }
+
+    /// `sql` with `{s}` replaced by the quoted schema.
+    fn in_schema(&self, sql: &str) -> String {
+        sql.replace("{s}", &self.s)
+    }
+
+    /// The rows of `sql` (`{s}` is the schema) on the open connection.
+    async fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Vec<Row>> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.query(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// The one row of `sql` (`{s}` is the schema).
+    async fn one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Row> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.query_one(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// The row of `sql` (`{s}` is the schema), if any.
+    async fn opt(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Option<Row>> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.query_opt(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// Runs `sql` (`{s}` is the schema); the number of rows it changed.
+    async fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<u64> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.execute(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// The rows of a built statement.
+    async fn rows_of(&mut self, sql: &Sql) -> R<Vec<Row>> {
+        self.rows(&sql.text, &sql.refs()).await
     }
 
     /// The open connection, opened (and the schema migrated) when needed.
@@ -1486,12 +1518,7 @@ impl Session {
     }
 
     async fn group(&mut self, q: Query, by: GroupBy) -> R<Vec<Group>> {
-        let sql = self.group_sql(&q, by);
-        let rows = {
-            let c = self.client().await?;
-            c.query(&sql.text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
+        let rows = self.rows_of(&self.group_sql(&q, by)).await?;
         let mut groups: BTreeMap<String, Group> = BTreeMap::new();
         for row in &rows {
             let key: String = self.col(row, 0)?;
@@ -1532,7 +1559,6 @@ impl Session {
 
     /// The first capture of a pod of revision `rev` among those matching `q`.
     async fn revision_start(&mut self, q: &Query, rev: &str) -> R<Option<Timestamp>> {
-        let s = self.s.clone();
         let mut sql = Sql::new();
         let mut w = Session::filters(&mut sql, q, true);
         w += &format!(" AND revision = {}", sql.p(rev.to_string()));
@@ -1542,12 +1568,8 @@ impl Session {
         if let Some(t) = q.until {
             w += &format!(" AND observed_at < {}", sql.p(Ts(t)));
         }
-        let text = format!("SELECT min(observed_at) FROM {s}.captures WHERE {w}");
-        let row = {
-            let c = self.client().await?;
-            c.query_one(&text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
+        let text = format!("SELECT min(observed_at) FROM {{s}}.captures WHERE {w}");
+        let row = self.one(&text, &sql.refs()).await?;
         Ok(self.col::<Option<Ts>>(&row, 0)?.map(|t| t.0))
     }
 
@@ -1578,32 +1600,22 @@ impl Session {
                 None => return Ok(Vec::new()),
             },
         };
-        let sql = self.new_causes_sql(&q, since);
-        let rows = {
-            let c = self.client().await?;
-            c.query(&sql.text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            out.push(NewCause {
-                cluster: self.col(row, 0)?,
-                namespace: self.col(row, 1)?,
-                owner_kind: Some(self.col(row, 2)?),
-                owner: Some(self.col(row, 3)?),
-                cause: self.col(row, 4)?,
-                first_seen: self.col::<Ts>(row, 5)?.0,
-                captures: u64_of(self.col(row, 6)?),
-            });
-        }
-        out.sort_by(|a, b| {
-            b.first_seen
-                .cmp(&a.first_seen)
-                .then_with(|| a.cluster.cmp(&b.cluster))
-                .then_with(|| a.namespace.cmp(&b.namespace))
-                .then_with(|| a.owner.cmp(&b.owner))
-                .then_with(|| a.cause.cmp(&b.cause))
-        });
+        let rows = self.rows_of(&self.new_causes_sql(&q, since)).await?;
+        let mut out = rows
+            .iter()
+            .map(|row| {
+                Ok(NewCause {
+                    cluster: self.col(row, 0)?,
+                    namespace: self.col(row, 1)?,
+                    owner_kind: Some(self.col(row, 2)?),
+                    owner: Some(self.col(row, 3)?),
+                    cause: self.col(row, 4)?,
+                    first_seen: self.col::<Ts>(row, 5)?.0,
+                    captures: u64_of(self.col(row, 6)?),
+                })
+            })
+            .collect::<R<Vec<_>>>()?;
+        crate::fleet::sort_new_causes(&mut out);
         Ok(out)
     }
 
@@ -1635,45 +1647,34 @@ impl Session {
         if q.limit == Some(0) {
             return Ok(Vec::new());
         }
-        let sql = self.list_sql(&q, q.with_diagnosis);
-        let rows = {
-            let c = self.client().await?;
-            c.query(&sql.text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: i64 = self.col(row, 0)?;
-            let mut r = self.record(id, &self.col::<String>(row, 1)?, self.col(row, 2)?)?;
-            r.capture.diagnosis_json = self.text_of(id, self.col(row, 3)?)?;
-            out.push(r);
-        }
-        Ok(out)
+        let rows = self.rows_of(&self.list_sql(&q, q.with_diagnosis)).await?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = self.col(row, 0)?;
+                let mut r = self.record(id, &self.col::<String>(row, 1)?, self.col(row, 2)?)?;
+                r.capture.diagnosis_json = self.text_of(id, self.col(row, 3)?)?;
+                Ok(r)
+            })
+            .collect()
     }
 
     async fn get(&mut self, id: u64) -> R<Option<Record>> {
-        let s = self.s.clone();
         let id = i64_of(id);
-        let (row, blobs) = {
-            let c = self.client().await?;
-            let row = c
-                .query_opt(
-                    &format!("SELECT record::text, bundle_len FROM {s}.captures WHERE id = $1"),
-                    &[&id],
-                )
-                .await;
-            let blobs = c
-                .query(
-                    &format!("SELECT part, data FROM {s}.blobs WHERE capture_id = $1"),
-                    &[&id],
-                )
-                .await;
-            (row, blobs)
-        };
-        let Some(row) = row.map_err(|e| self.err(e))? else {
+        let row = self
+            .opt(
+                "SELECT record::text, bundle_len FROM {s}.captures WHERE id = $1",
+                &[&id],
+            )
+            .await?;
+        let Some(row) = row else {
             return Ok(None);
         };
-        let blobs = blobs.map_err(|e| self.err(e))?;
+        let blobs = self
+            .rows(
+                "SELECT part, data FROM {s}.blobs WHERE capture_id = $1",
+                &[&id],
+            )
+            .await?;
         let mut r = self.record(id, &self.col::<String>(&row, 0)?, self.col(&row, 1)?)?;
         for b in &blobs {
             let part: i16 = self.col(b, 0)?;
@@ -1792,31 +1793,26 @@ impl Store for PgStore {
         let ids: Vec<i64> = ids.iter().map(|&i| i64_of(i)).collect();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let rows = {
-                    let c = s.client().await?;
-                    c.query(
-                        &format!(
-                            "SELECT capture_id, keys::text FROM {sc}.config_keys WHERE capture_id = ANY($1)"
-                        ),
+                let rows = s
+                    .rows(
+                        "SELECT capture_id, keys::text FROM {s}.config_keys WHERE capture_id = ANY($1)",
                         &[&ids],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
-                let mut out = HashMap::new();
-                for row in &rows {
-                    let id: i64 = s.col(row, 0)?;
-                    let json: String = s.col(row, 1)?;
-                    let keys: Vec<ConfigKeys> = serde_json::from_str(&json).map_err(|source| {
-                        HistoryError::Encoding {
-                            id: Some(u64_of(id)),
-                            source,
-                        }
-                    })?;
-                    out.insert(u64_of(id), keys);
-                }
-                Ok(out)
+                    .await?;
+                rows.iter()
+                    .map(|row| {
+                        let id: i64 = s.col(row, 0)?;
+                        let json: String = s.col(row, 1)?;
+                        let keys: Vec<ConfigKeys> =
+                            serde_json::from_str(&json).map_err(|source| {
+                                HistoryError::Encoding {
+                                    id: Some(u64_of(id)),
+                                    source,
+                                }
+                            })?;
+                        Ok((u64_of(id), keys))
+                    })
+                    .collect()
             }
             .boxed_local()
         })
@@ -1826,18 +1822,12 @@ impl Store for PgStore {
         let k = k.clone();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let row = {
-                    let c = s.client().await?;
-                    c.query_opt(
-                        &format!(
-                            "SELECT 1 FROM {sc}.captures WHERE cluster = $1 AND pod_uid = $2 AND container = $3 AND restart_count = $4"
-                        ),
+                let row = s
+                    .opt(
+                        "SELECT 1 FROM {s}.captures WHERE cluster = $1 AND pod_uid = $2 AND container = $3 AND restart_count = $4",
                         &[&k.cluster, &k.pod_uid, &k.container, &k.restart_count],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
+                    .await?;
                 Ok(row.is_some())
             }
             .boxed_local()
@@ -1848,43 +1838,21 @@ impl Store for PgStore {
         let cluster = self.cluster.clone();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let rows = {
-                    let c = s.client().await?;
-                    match &cluster {
-                        Some(cl) => {
-                            c.query(
-                                &format!(
-                                    "SELECT cluster, pod_uid, container, restart_count FROM {sc}.captures WHERE cluster = $1"
-                                ),
-                                &[cl],
-                            )
-                            .await
-                        }
-                        None => {
-                            c.query(
-                                &format!(
-                                    "SELECT cluster, pod_uid, container, restart_count FROM {sc}.captures"
-                                ),
-                                &[],
-                            )
-                            .await
-                        }
-                    }
-                }
-                .map_err(|e| s.err(e))?;
-                let mut out = HashSet::with_capacity(rows.len());
-                for row in &rows {
-                    out.insert(
-                        TerminationKey::new(
+                let all = "SELECT cluster, pod_uid, container, restart_count FROM {s}.captures";
+                let rows = match &cluster {
+                    Some(cl) => s.rows(&format!("{all} WHERE cluster = $1"), &[cl]).await?,
+                    None => s.rows(all, &[]).await?,
+                };
+                rows.iter()
+                    .map(|row| {
+                        Ok(TerminationKey::new(
                             s.col::<String>(row, 1)?,
                             s.col::<String>(row, 2)?,
                             s.col::<i32>(row, 3)?,
                         )
-                        .in_cluster(s.col::<String>(row, 0)?),
-                    );
-                }
-                Ok(out)
+                        .in_cluster(s.col::<String>(row, 0)?))
+                    })
+                    .collect()
             }
             .boxed_local()
         })
@@ -1902,16 +1870,12 @@ impl Store for PgStore {
     fn bundle(&self, id: u64) -> R<Option<Vec<u8>>> {
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let row = {
-                    let c = s.client().await?;
-                    c.query_opt(
-                        &format!("SELECT data FROM {sc}.blobs WHERE capture_id = $1 AND part = 0"),
+                let row = s
+                    .opt(
+                        "SELECT data FROM {s}.blobs WHERE capture_id = $1 AND part = 0",
                         &[&i64_of(id)],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
+                    .await?;
                 row.map(|r| s.col::<Vec<u8>>(&r, 0)).transpose()
             }
             .boxed_local()
@@ -1932,18 +1896,12 @@ impl Store for PgStore {
         let at = Timestamp::from_millisecond(at.as_millisecond()).unwrap_or(at);
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let res = {
-                    let c = s.client().await?;
-                    c.execute(
-                        &format!(
-                            "INSERT INTO {sc}.checkpoints (cluster, watched_until) VALUES ($1, $2) ON CONFLICT (cluster) DO UPDATE SET watched_until = EXCLUDED.watched_until"
-                        ),
-                        &[&cluster, &Ts(at)],
-                    )
-                    .await
-                };
-                res.map(|_| ()).map_err(|e| s.err(e))
+                s.exec(
+                    "INSERT INTO {s}.checkpoints (cluster, watched_until) VALUES ($1, $2) ON CONFLICT (cluster) DO UPDATE SET watched_until = EXCLUDED.watched_until",
+                    &[&cluster, &Ts(at)],
+                )
+                .await
+                .map(|_| ())
             }
             .boxed_local()
         })
@@ -1953,16 +1911,12 @@ impl Store for PgStore {
         let cluster = self.cluster.clone().unwrap_or_default();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let row = {
-                    let c = s.client().await?;
-                    c.query_opt(
-                        &format!("SELECT watched_until FROM {sc}.checkpoints WHERE cluster = $1"),
+                let row = s
+                    .opt(
+                        "SELECT watched_until FROM {s}.checkpoints WHERE cluster = $1",
                         &[&cluster],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
+                    .await?;
                 row.map(|r| s.col::<Ts>(&r, 0).map(|t| t.0)).transpose()
             }
             .boxed_local()
@@ -2043,23 +1997,15 @@ impl Store for PgStore {
         let cluster = self.cluster.clone().unwrap_or_default();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let rows = {
-                    let c = s.client().await?;
-                    c.query(
-                        &format!(
-                            "SELECT pod_uid, container, restart_count FROM {sc}.baselines WHERE cluster = $1"
-                        ),
+                let rows = s
+                    .rows(
+                        "SELECT pod_uid, container, restart_count FROM {s}.baselines WHERE cluster = $1",
                         &[&cluster],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
-                let mut out = HashMap::new();
-                for row in &rows {
-                    out.insert((s.col(row, 0)?, s.col(row, 1)?), s.col(row, 2)?);
-                }
-                Ok(out)
+                    .await?;
+                rows.iter()
+                    .map(|row| Ok(((s.col(row, 0)?, s.col(row, 1)?), s.col(row, 2)?)))
+                    .collect()
             }
             .boxed_local()
         })
@@ -2069,41 +2015,33 @@ impl Store for PgStore {
         let cluster = self.cluster.clone();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
                 let schema = s.schema.clone();
-                let (tot, span, size) = {
-                    let c = s.client().await?;
-                    let (w, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &cluster {
-                        Some(cl) => ("WHERE cluster = $1", vec![cl]),
-                        None => ("", vec![]),
-                    };
-                    let tot = c
-                        .query_one(
-                            &format!(
-                                "SELECT COALESCE(sum(captures), 0)::bigint, COALESCE(sum(bundle_bytes), 0)::bigint, COALESCE(sum(stored_bytes), 0)::bigint FROM {sc}.totals {w}"
-                            ),
-                            &params,
-                        )
-                        .await;
-                    let span = c
-                        .query_one(
-                            &format!(
-                                "SELECT (SELECT observed_at FROM {sc}.captures {w} ORDER BY observed_at LIMIT 1), (SELECT observed_at FROM {sc}.captures {w} ORDER BY observed_at DESC LIMIT 1)"
-                            ),
-                            &params,
-                        )
-                        .await;
-                    let size = c
-                        .query_one(
-                            "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
-                            &[&schema],
-                        )
-                        .await;
-                    (tot, span, size)
+                let (w, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &cluster {
+                    Some(cl) => ("WHERE cluster = $1", vec![cl]),
+                    None => ("", vec![]),
                 };
-                let tot = tot.map_err(|e| s.err(e))?;
-                let span = span.map_err(|e| s.err(e))?;
-                let size = size.map_err(|e| s.err(e))?;
+                let tot = s
+                    .one(
+                        &format!(
+                            "SELECT COALESCE(sum(captures), 0)::bigint, COALESCE(sum(bundle_bytes), 0)::bigint, COALESCE(sum(stored_bytes), 0)::bigint FROM {{s}}.totals {w}"
+                        ),
+                        &params,
+                    )
+                    .await?;
+                let span = s
+                    .one(
+                        &format!(
+                            "SELECT (SELECT observed_at FROM {{s}}.captures {w} ORDER BY observed_at LIMIT 1), (SELECT observed_at FROM {{s}}.captures {w} ORDER BY observed_at DESC LIMIT 1)"
+                        ),
+                        &params,
+                    )
+                    .await?;
+                let size = s
+                    .one(
+                        "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                        &[&schema],
+                    )
+                    .await?;
                 Ok(Stats {
                     captures: u64_of(s.col(&tot, 0)?),
                     bundle_bytes: u64_of(s.col(&tot, 1)?),
