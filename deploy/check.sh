@@ -86,6 +86,9 @@ HTMP=$(mktemp -d)
 export HELM_CACHE_HOME="$HTMP/cache" HELM_CONFIG_HOME="$HTMP/config" HELM_DATA_HOME="$HTMP/data"
 OUT="$HTMP/out"; mkdir -p "$OUT"
 
+# A shared PostgreSQL history: the password and the CA from Secrets.
+DB="history.database.url=postgres://crashdoc@db.example.internal:5432/crashdoc?sslmode=verify-full"
+DB+=",history.database.passwordSecret.name=crashdoc-db,history.database.caSecret.name=crashdoc-db-ca"
 # name -> --set list (comma-separated; "" for defaults). Names are the words
 # check_render.py understands, joined with "+".
 VARIANTS=(
@@ -101,6 +104,10 @@ VARIANTS=(
   "prometheusrule|metrics.prometheusRule.enabled=true,metrics.prometheusRule.labels.release=kube-prometheus-stack"
   "webhook|notifications.webhook.existingSecret=crashdoc-webhook,notifications.webhook.format=slack,notifications.webhook.notifyInterval=30m"
   "misc|metrics.listenAddress=::,image.digest=sha256:0000000000000000000000000000000000000000000000000000000000000000,watch.labelSelector=team=ml,watch.verbose=true,watch.extraArgs[0]=--capture-existing,emptyDir.sizeLimit="
+  "database|$DB"
+  "database+clustername+ha+persistence|$DB,history.database.clusterName=prod-eu-1,replicaCount=2,persistence.enabled=true,history.database.spool.maxCaptures=500,history.database.spool.maxMiB=64"
+  "database+namespaced|$DB,watch.namespace=team-a"
+  "database+namespaced+nonodes+clustername|$DB,watch.namespace=team-a,rbac.readNodes=false,history.database.clusterName=prod-eu-1"
   "all|replicaCount=2,persistence.enabled=true,secretKeyChecks=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.prometheusRule.labels.release=kube-prometheus-stack,notifications.webhook.existingSecret=crashdoc-webhook"
 )
 set_args() { [[ -n "$1" ]] && printf -- '--set\n%s\n' "$1"; }
@@ -145,6 +152,16 @@ refuse "ServiceMonitor without the Service" "needs metrics.service.enabled" \
   --set metrics.serviceMonitor.enabled=true --set metrics.service.enabled=false
 refuse "privileged metrics port 80" "port" --set metrics.port=80
 refuse "alert window 15minutes" "window" --set metrics.prometheusRule.window=15minutes
+# The password is a placeholder: the refusal's message quotes the URL.
+refuse "a database URL with a password in it" "history/database/url" \
+  --set history.database.url=postgres://crashdoc:PLACEHOLDER@db:5432/crashdoc --set history.database.passwordSecret.name=crashdoc-db
+refuse "a database URL with a password= parameter" "history/database/url" \
+  --set 'history.database.url=postgres://crashdoc@db:5432/crashdoc?sslmode=require&password=PLACEHOLDER' \
+  --set history.database.passwordSecret.name=crashdoc-db
+refuse "a database URL that is not postgres://" "history/database/url" \
+  --set history.database.url=mysql://crashdoc@db:3306/crashdoc --set history.database.passwordSecret.name=crashdoc-db
+refuse "a database URL without passwordSecret.name" "passwordSecret.name is empty" \
+  --set history.database.url=postgres://crashdoc@db:5432/crashdoc
 
 # ------------------------------------------------------------------ 4
 step "plain manifests"

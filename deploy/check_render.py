@@ -8,6 +8,8 @@ the values used (see VARIANTS in check.sh); the checks are the promises the
 chart makes in values.yaml and deploy/README.md.
 """
 import json
+import posixpath
+import re
 import sys
 
 import yaml
@@ -61,14 +63,12 @@ check("startup on /healthz", c["startupProbe"]["httpGet"]["path"] == "/healthz")
 check("readiness on /readyz", c["readinessProbe"]["httpGet"]["path"] == "/readyz")
 check("resources requests and limits", {"requests", "limits"} <= set(c["resources"]))
 check("args start with watch", args[0] == "watch")
-check("--db on the data volume", "--db=/var/lib/crashdoc/history.redb" in args
-      and any(m["mountPath"] == "/var/lib/crashdoc" and m["name"] == "data" for m in c["volumeMounts"]))
+check("the data volume at /var/lib/crashdoc",
+      any(m["mountPath"] == "/var/lib/crashdoc" and m["name"] == "data" for m in c["volumeMounts"]))
 check("--listen on all addresses", any(a.startswith("--listen=0.0.0.0:") or a.startswith("--listen=[::]:") for a in args))
 check("POD_NAME/POD_NAMESPACE from the downward API",
       env.get("POD_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.name"
       and env.get("POD_NAMESPACE", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "metadata.namespace")
-check("CRASHDOC_DB is the --db path (for exec'd `crashdoc history`)",
-      env.get("CRASHDOC_DB", {}).get("value") == "/var/lib/crashdoc/history.redb")
 check("no webhook URL on the command line", not any(a.startswith("--webhook=") or a == "--webhook" for a in args))
 for kind in ("ClusterRole", "Role"):
     for d in kinds(kind):
@@ -125,9 +125,10 @@ if ns:
     main = [d for d in kinds("Role") if not d["metadata"]["name"].endswith("-lease")]
     check("read Role in the watched namespace", len(main) == 1 and main[0]["metadata"]["namespace"] == "team-a")
     crs = kinds("ClusterRole")
-    nodes_only = all(all(r["resources"] == ["nodes"] for r in d["rules"]) for d in crs)
-    check("ClusterRole (if any) is nodes only", nodes_only)
-    check("nodes ClusterRole iff readNodes", bool(crs) == ("nonodes" not in v))
+    narrow = all(all(r["resources"] in (["nodes"], ["namespaces"]) for r in d["rules"]) for d in crs)
+    check("ClusterRole (if any) is nodes or namespaces/kube-system only", narrow)
+    check("nodes ClusterRole iff readNodes",
+          any(r["resources"] == ["nodes"] for d in crs for r in d["rules"]) == ("nonodes" not in v))
     check("pods not readable cluster-wide", not grants(rules("ClusterRole"), "", "pods", "list"))
 else:
     check("-A", "-A" in args)
@@ -149,5 +150,79 @@ if has("webhook"):
     check("--webhook-format passed", any(a.startswith("--webhook-format=") for a in args))
 else:
     check("no CRASHDOC_WEBHOOK_URL", "CRASHDOC_WEBHOOK_URL" not in env)
+
+# --- the history database: the redb file, or PostgreSQL from a Secret ------
+database = "database" in v
+dbargs = [a for a in args if a.startswith("--db=")]
+check("one --db", len(dbargs) == 1)
+dbarg = dbargs[0][len("--db="):] if dbargs else ""
+check("CRASHDOC_DB is the --db value (for exec'd `crashdoc history`)",
+      env.get("CRASHDOC_DB", {}).get("value") == dbarg)
+mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+vols = {x["name"]: x for x in pod["volumes"]}
+flag = lambda name: [a.split("=", 1)[1] for a in args if a.startswith(name + "=")]
+# No credential ever reaches an argument or an env value: no URL with a
+# password in its user part or a password= parameter, no env taken from the
+# database Secret (its keys reach the container only as files), no PGPASSWORD.
+userinfo_pw = re.compile(r"://[^/?#@]*:[^/?#@]*@")
+values = args + [e.get("value", "") for e in env.values()]
+check("no password in a URL of args or env values",
+      not any(userinfo_pw.search(x) or re.search(r"[?&]password=", x) for x in values))
+check("no PGPASSWORD in env", "PGPASSWORD" not in env)
+check("no envFrom", "envFrom" not in c)
+db_secrets = {vols[n]["secret"]["secretName"] for n in ("db-password", "db-ca") if n in vols and "secret" in vols[n]}
+check("no env from the database Secrets",
+      not any(e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") in db_secrets for e in env.values()))
+cluster_id = [d for d in kinds("ClusterRole") for r in d.get("rules", [])
+              if "namespaces" in r.get("resources", [])]
+ns_rules = [r for d in kinds("ClusterRole") + kinds("Role") for r in d.get("rules", [])
+            if "namespaces" in r.get("resources", [])]
+check("namespaces only ever get kube-system",
+      all(r["verbs"] == ["get"] and r.get("resourceNames") == ["kube-system"] and r["apiGroups"] == [""]
+          for r in ns_rules))
+check("no namespaces rule in a Role (cluster-scoped)",
+      not any("namespaces" in r.get("resources", []) for r in rules("Role")))
+want_cluster_id = database and "clustername" not in v
+check("get namespaces/kube-system iff a database without clusterName",
+      bool(cluster_id) == want_cluster_id and len(cluster_id) <= 1)
+if cluster_id:
+    bound = [b for b in kinds("ClusterRoleBinding") if b["roleRef"]["name"] == cluster_id[0]["metadata"]["name"]]
+    check("the kube-system rule's ClusterRole is bound to the service account",
+          any(s["kind"] == "ServiceAccount" and s["name"] == pod["serviceAccountName"]
+              and s["namespace"] == w["metadata"]["namespace"] for b in bound for s in b["subjects"]))
+if not database:
+    check("--db is the redb file on the data volume", dbarg == "/var/lib/crashdoc/history.redb")
+    check("no database flags", not any(a.split("=")[0] in ("--db-password-file", "--cluster", "--spool",
+                                       "--spool-max-captures", "--spool-max-mib") for a in args))
+    check("no CRASHDOC_DB_PASSWORD_FILE", "CRASHDOC_DB_PASSWORD_FILE" not in env)
+    check("nothing mounted under /etc/crashdoc", not any(p.startswith("/etc/crashdoc") for p in mounts))
+else:
+    check("--db is a postgres:// URL without a password",
+          dbarg.startswith("postgres://") and not userinfo_pw.search(dbarg) and "password=" not in dbarg)
+    pwf = flag("--db-password-file")
+    check("one --db-password-file", len(pwf) == 1)
+    pwf = pwf[0] if pwf else ""
+    check("CRASHDOC_DB_PASSWORD_FILE is the --db-password-file path",
+          env.get("CRASHDOC_DB_PASSWORD_FILE", {}).get("value") == pwf)
+    m = mounts.get(posixpath.dirname(pwf), {})
+    vol = vols.get(m.get("name"), {})
+    items = vol.get("secret", {}).get("items", [])
+    check("--db-password-file is a file of the mounted password Secret",
+          m.get("readOnly") is True and "subPath" not in m
+          and vol.get("secret", {}).get("secretName") == "crashdoc-db"
+          and items == [{"key": "password", "path": posixpath.basename(pwf)}])
+    check("the password Secret is not world-readable", vol.get("secret", {}).get("defaultMode", 0o644) & 0o007 == 0)
+    ca = "/etc/crashdoc/db-ca/ca.crt"
+    cm = mounts.get(posixpath.dirname(ca), {})
+    cvol = vols.get(cm.get("name"), {}).get("secret", {})
+    check("the CA Secret mounted read-only for sslrootcert",
+          cm.get("readOnly") is True and cvol.get("secretName") == "crashdoc-db-ca"
+          and cvol.get("items") == [{"key": "ca.crt", "path": "ca.crt"}])
+    check("the URL's sslrootcert is the mounted CA", f"sslrootcert={ca}" in dbarg)
+    check("--spool on the data volume", flag("--spool") == ["/var/lib/crashdoc/spool.redb"])
+    check("--spool-max-captures and --spool-max-mib",
+          len(flag("--spool-max-captures")) == 1 and len(flag("--spool-max-mib")) == 1)
+    cl = flag("--cluster")
+    check("--cluster iff clusterName", cl == (["prod-eu-1"] if "clustername" in v else []))
 
 sys.exit(1 if failed else 0)

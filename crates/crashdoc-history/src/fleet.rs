@@ -126,7 +126,7 @@ pub fn new_causes(all: &[Record], matching: &[Record], since: Timestamp) -> Vec<
         .into_iter()
         .filter_map(|(k, captures)| {
             let first_seen = *first.get(&k)?;
-            (first_seen >= since).then(|| NewCause {
+            (first_seen >= since).then_some(NewCause {
                 cluster: k.0,
                 namespace: k.1,
                 owner_kind: k.2,
@@ -137,6 +137,13 @@ pub fn new_causes(all: &[Record], matching: &[Record], since: Timestamp) -> Vec<
             })
         })
         .collect();
+    sort_new_causes(&mut out);
+    out
+}
+
+/// The order of [`new_causes`]' answer: newest first sighting first, then
+/// by cluster, namespace, owner and cause (a database sorts its rows so too).
+pub(crate) fn sort_new_causes(out: &mut [NewCause]) {
     out.sort_by(|a, b| {
         b.first_seen
             .cmp(&a.first_seen)
@@ -145,5 +152,4 @@ pub fn new_causes(all: &[Record], matching: &[Record], since: Timestamp) -> Vec<
             .then_with(|| a.owner.cmp(&b.owner))
             .then_with(|| a.cause.cmp(&b.cause))
     });
-    out
 }

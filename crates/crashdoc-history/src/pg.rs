@@ -55,7 +55,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, NoTls, Row, Statement, Transaction};
 
 use crate::api::{Group, GroupBy, NewCause, Since, Store};
 use crate::fleet::workload_key;
@@ -699,10 +699,10 @@ impl PgStore {
         Ok(())
     }
 
-    /// Loads captures in bulk (COPY) without the per-capture work of
-    /// [`Store::insert_batch`], then rebuilds the derived tables: for
-    /// benchmarks and tests that need a large history quickly. The keys
-    /// must be new; blobs and key names are not stored.
+    /// Loads captures in bulk (COPY) into `captures` without the
+    /// per-capture work of [`Store::insert_batch`]: for benchmarks that need
+    /// a large history quickly. The keys must be new; blobs and key names
+    /// are not stored; call [`PgStore::rebuild_derived`] afterwards.
     #[doc(hidden)]
     pub fn bulk_load(&self, cs: &[Capture]) -> R<u64> {
         self.writable()?;
@@ -734,9 +734,7 @@ impl PgStore {
         let sql = sql.to_string();
         self.call(move |s| {
             async move {
-                let sql = sql.replace("{s}", &s.s);
-                let rows = s.client().await?.query(&sql, &[]).await;
-                let rows = rows.map_err(|e| s.err(e))?;
+                let rows = s.rows(&sql, &[]).await?;
                 rows.iter().map(|r| s.col::<String>(r, 0)).collect()
             }
             .boxed_local()
@@ -765,11 +763,7 @@ impl PgStore {
                 };
                 let _ = cluster;
                 sql.text = format!("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) {}", sql.text);
-                let c = s.client().await?;
-                let rows = c
-                    .query(&sql.text, &sql.refs())
-                    .await
-                    .map_err(|e| s.err(e))?;
+                let rows = s.rows_of(&sql).await?;
                 rows.iter().map(|r| s.col::<String>(r, 0)).collect()
             }
             .boxed_local()
@@ -816,6 +810,84 @@ fn needs_captures(q: &Query) -> bool {
     q.pod.is_some() || q.container.is_some()
 }
 
+/// What a statement needs besides its connection: the schema for `{s}`
+/// and what classifies a driver error. A transaction borrows the session's
+/// client, so it carries a copy.
+struct Scope {
+    s: String,
+    location: String,
+    password: Option<String>,
+}
+
+impl Scope {
+    fn err(&self, e: tokio_postgres::Error) -> HistoryError {
+        classify(&self.location, self.password.as_deref(), e, false)
+    }
+
+    fn in_schema(&self, sql: &str) -> String {
+        sql.replace("{s}", &self.s)
+    }
+}
+
+/// A transaction whose statements name the schema `{s}` and whose errors
+/// are classified; it derefs to the driver's for prepared statements.
+struct Tx<'a> {
+    tx: Transaction<'a>,
+    scope: Scope,
+}
+
+impl<'a> std::ops::Deref for Tx<'a> {
+    type Target = Transaction<'a>;
+    fn deref(&self) -> &Transaction<'a> {
+        &self.tx
+    }
+}
+
+impl Tx<'_> {
+    fn err(&self, e: tokio_postgres::Error) -> HistoryError {
+        self.scope.err(e)
+    }
+
+    fn col<'r, T: FromSql<'r>>(&self, row: &'r Row, i: usize) -> R<T> {
+        row.try_get(i).map_err(|e| self.err(e))
+    }
+
+    async fn prepare(&self, sql: &str) -> R<Statement> {
+        let res = self.tx.prepare(&self.scope.in_schema(sql)).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    async fn rows(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Vec<Row>> {
+        let res = self.tx.query(&self.scope.in_schema(sql), params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    async fn one(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Row> {
+        let res = self.tx.query_one(&self.scope.in_schema(sql), params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    async fn exec(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<u64> {
+        let res = self.tx.execute(&self.scope.in_schema(sql), params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    async fn batch(&self, sql: &str) -> R<()> {
+        let res = self.tx.batch_execute(&self.scope.in_schema(sql)).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    async fn commit(self) -> R<()> {
+        let Tx { tx, scope } = self;
+        tx.commit().await.map_err(|e| scope.err(e))
+    }
+
+    async fn rollback(self) -> R<()> {
+        let Tx { tx, scope } = self;
+        tx.rollback().await.map_err(|e| scope.err(e))
+    }
+}
+
 impl Session {
     fn err(&self, e: tokio_postgres::Error) -> HistoryError {
         classify(&self.location, self.password.as_deref(), e, false)
@@ -823,6 +895,61 @@ impl Session {
 
     fn col<'r, T: FromSql<'r>>(&self, row: &'r Row, i: usize) -> R<T> {
         row.try_get(i).map_err(|e| self.err(e))
+    }
+
+    /// `sql` with `{s}` replaced by the quoted schema.
+    fn in_schema(&self, sql: &str) -> String {
+        sql.replace("{s}", &self.s)
+    }
+
+    fn scope(&self) -> Scope {
+        Scope {
+            s: self.s.clone(),
+            location: self.location.clone(),
+            password: self.password.clone(),
+        }
+    }
+
+    /// A transaction on the open connection.
+    async fn begin(&mut self) -> R<Tx<'_>> {
+        let scope = self.scope();
+        match self.client().await?.transaction().await {
+            Ok(tx) => Ok(Tx { tx, scope }),
+            Err(e) => Err(scope.err(e)),
+        }
+    }
+
+    /// The rows of `sql` (`{s}` is the schema) on the open connection.
+    async fn rows(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Vec<Row>> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.query(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// The one row of `sql` (`{s}` is the schema).
+    async fn one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Row> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.query_one(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// The row of `sql` (`{s}` is the schema), if any.
+    async fn opt(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<Option<Row>> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.query_opt(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// Runs `sql` (`{s}` is the schema); the number of rows it changed.
+    async fn exec(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> R<u64> {
+        let sql = self.in_schema(sql);
+        let res = self.client().await?.execute(&sql, params).await;
+        res.map_err(|e| self.err(e))
+    }
+
+    /// The rows of a built statement.
+    async fn rows_of(&mut self, sql: &Sql) -> R<Vec<Row>> {
+        self.rows(&sql.text, &sql.refs()).await
     }
 
     /// The open connection, opened (and the schema migrated) when needed.
@@ -882,34 +1009,26 @@ impl Session {
 
     /// Checks the schema's version; a writer creates or upgrades it.
     async fn migrate(&mut self) -> R<()> {
-        let (s, schema, read_only, location) = (
-            self.s.clone(),
-            self.schema.clone(),
-            self.read_only,
-            self.location.clone(),
-        );
-        let pw = self.password.clone();
-        let err = |e| classify(&location, pw.as_deref(), e, false);
+        let (schema, read_only, location) =
+            (self.schema.clone(), self.read_only, self.location.clone());
+        let scope = self.scope();
         let Some(client) = self.client.as_mut() else {
             return Ok(());
         };
-        let tx = client.transaction().await.map_err(err)?;
+        let tx = match client.transaction().await {
+            Ok(tx) => Tx { tx, scope },
+            Err(e) => return Err(scope.err(e)),
+        };
+        let version = "SELECT COALESCE(max(version), 0) FROM {s}.schema_version";
         let exists: bool = tx
-            .query_one(
+            .one(
                 "SELECT to_regclass($1) IS NOT NULL",
-                &[&format!("{s}.schema_version")],
+                &[&tx.scope.in_schema("{s}.schema_version")],
             )
             .await
-            .and_then(|r| r.try_get(0))
-            .map_err(err)?;
+            .and_then(|r| tx.col(&r, 0))?;
         let found: i32 = if exists {
-            tx.query_one(
-                &format!("SELECT COALESCE(max(version), 0) FROM {s}.schema_version"),
-                &[],
-            )
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(err)?
+            tx.one(version, &[]).await.and_then(|r| tx.col(&r, 0))?
         } else {
             0
         };
@@ -939,53 +1058,36 @@ impl Session {
                     },
                 });
             }
-            return tx.rollback().await.map_err(err);
+            return tx.rollback().await;
         }
         if found == PG_SCHEMA_VERSION {
-            return tx.rollback().await.map_err(err);
+            return tx.rollback().await;
         }
         // Serialize the watchers that start together: the lock is held until
         // this transaction ends; then read the version again.
-        tx.execute(
+        tx.exec(
             "SELECT pg_advisory_xact_lock(hashtext($1))",
             &[&format!("crashdoc_history migrate {schema}")],
         )
-        .await
-        .map_err(err)?;
-        tx.batch_execute(&format!(
-            "CREATE SCHEMA IF NOT EXISTS {s}; CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-        ))
-        .await
-        .map_err(err)?;
-        let found: i32 = tx
-            .query_one(
-                &format!("SELECT COALESCE(max(version), 0) FROM {s}.schema_version"),
-                &[],
-            )
-            .await
-            .and_then(|r| r.try_get(0))
-            .map_err(err)?;
+        .await?;
+        tx.batch(
+            "CREATE SCHEMA IF NOT EXISTS {s}; CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await?;
+        let found: i32 = tx.one(version, &[]).await.and_then(|r| tx.col(&r, 0))?;
         check(found)?;
         for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
-            tx.batch_execute(&sql.replace("{s}", &s))
-                .await
-                .map_err(err)?;
-            tx.execute(
-                &format!("INSERT INTO {s}.schema_version (version) VALUES ($1)"),
+            tx.batch(sql).await?;
+            tx.exec(
+                "INSERT INTO {s}.schema_version (version) VALUES ($1)",
                 &[version],
             )
-            .await
-            .map_err(err)?;
+            .await?;
         }
-        tx.commit().await.map_err(err)
+        tx.commit().await
     }
 
     async fn insert(&mut self, rows: &[NewRow]) -> R<Vec<Inserted>> {
-        let s = self.s.clone();
-        let loc = self.location.clone();
-        let pw = self.password.clone();
-        let err = |e| classify(&loc, pw.as_deref(), e, false);
-        let client = self.client().await?;
         // Lock keys in one order in every transaction: no deadlocks between
         // writers whose batches overlap.
         let mut order: Vec<usize> = (0..rows.len()).collect();
@@ -998,21 +1100,20 @@ impl Session {
                 y.restart_count,
             ))
         });
-        let tx = client.transaction().await.map_err(err)?;
+        let tx = self.begin().await?;
+        let err = |e| tx.err(e);
         let ins = tx
-            .prepare(&format!(
+            .prepare(
                 "INSERT INTO {s}.captures (cluster, pod_uid, container, restart_count, namespace, pod, owner_kind, owner, workload, node, revision, cause, confidence, reason, exit_code, observed_at, record, bundle_len, stored_bytes) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17::text::jsonb, $18, $19) \
-                 ON CONFLICT ON CONSTRAINT captures_key DO NOTHING RETURNING id"
-            ))
-            .await
-            .map_err(err)?;
+                 ON CONFLICT ON CONSTRAINT captures_key DO NOTHING RETURNING id",
+            )
+            .await?;
         let sel = tx
-            .prepare(&format!(
-                "SELECT id FROM {s}.captures WHERE cluster = $1 AND pod_uid = $2 AND container = $3 AND restart_count = $4"
-            ))
-            .await
-            .map_err(err)?;
+            .prepare(
+                "SELECT id FROM {s}.captures WHERE cluster = $1 AND pod_uid = $2 AND container = $3 AND restart_count = $4",
+            )
+            .await?;
         let mut out = vec![Inserted::Duplicate(0); rows.len()];
         let mut new = Vec::new();
         for &i in &order {
@@ -1046,7 +1147,7 @@ impl Session {
                 .map_err(err)?;
             out[i] = match got {
                 Some(row) => {
-                    let id: i64 = row.try_get(0).map_err(err)?;
+                    let id: i64 = tx.col(&row, 0)?;
                     new.push((i, id));
                     Inserted::New(u64_of(id))
                 }
@@ -1059,10 +1160,10 @@ impl Session {
                         .await
                         .map_err(err)?;
                     match row {
-                        Some(row) => Inserted::Duplicate(u64_of(row.try_get(0).map_err(err)?)),
+                        Some(row) => Inserted::Duplicate(u64_of(tx.col(&row, 0)?)),
                         None => {
                             return Err(HistoryError::Database {
-                                location: loc.clone(),
+                                location: tx.scope.location.clone(),
                                 detail: "a conflicting capture vanished during the insert (pruned meanwhile); retry".to_string(),
                             });
                         }
@@ -1071,21 +1172,15 @@ impl Session {
             };
         }
         if new.is_empty() {
-            tx.rollback().await.map_err(err)?;
+            tx.rollback().await?;
             return Ok(out);
         }
         let blob = tx
-            .prepare(&format!(
-                "INSERT INTO {s}.blobs (capture_id, part, data) VALUES ($1, $2, $3)"
-            ))
-            .await
-            .map_err(err)?;
+            .prepare("INSERT INTO {s}.blobs (capture_id, part, data) VALUES ($1, $2, $3)")
+            .await?;
         let keys = tx
-            .prepare(&format!(
-                "INSERT INTO {s}.config_keys (capture_id, keys) VALUES ($1, $2::text::jsonb)"
-            ))
-            .await
-            .map_err(err)?;
+            .prepare("INSERT INTO {s}.config_keys (capture_id, keys) VALUES ($1, $2::text::jsonb)")
+            .await?;
         type RollKey = (
             Timestamp,
             String,
@@ -1098,8 +1193,9 @@ impl Session {
             String,
         );
         let mut roll: BTreeMap<RollKey, (i64, Timestamp, Timestamp)> = BTreeMap::new();
-        let mut first: BTreeMap<(String, String, String, String), (String, String, Timestamp)> =
-            BTreeMap::new();
+        // (cluster, namespace, workload, cause) -> (owner kind, owner, first).
+        type FirstKey = (String, String, String, String);
+        let mut first: BTreeMap<FirstKey, (String, String, Timestamp)> = BTreeMap::new();
         let mut totals: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
         for &(i, id) in &new {
             let r = &rows[i];
@@ -1147,14 +1243,13 @@ impl Session {
             t.2 += r.stored;
         }
         let up_roll = tx
-            .prepare(&format!(
+            .prepare(
                 "INSERT INTO {s}.rollup AS r (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, captures, first_at, last_at) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
                  ON CONFLICT (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid) DO UPDATE SET \
-                 captures = r.captures + EXCLUDED.captures, first_at = LEAST(r.first_at, EXCLUDED.first_at), last_at = GREATEST(r.last_at, EXCLUDED.last_at)"
-            ))
-            .await
-            .map_err(err)?;
+                 captures = r.captures + EXCLUDED.captures, first_at = LEAST(r.first_at, EXCLUDED.first_at), last_at = GREATEST(r.last_at, EXCLUDED.last_at)",
+            )
+            .await?;
         for (k, v) in &roll {
             tx.execute(
                 &up_roll,
@@ -1177,39 +1272,35 @@ impl Session {
             .map_err(err)?;
         }
         let up_first = tx
-            .prepare(&format!(
+            .prepare(
                 "INSERT INTO {s}.first_seen AS f (cluster, namespace, workload, cause, owner_kind, owner, first_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                 ON CONFLICT (cluster, namespace, workload, cause) DO UPDATE SET first_at = LEAST(f.first_at, EXCLUDED.first_at)"
-            ))
-            .await
-            .map_err(err)?;
+                 ON CONFLICT (cluster, namespace, workload, cause) DO UPDATE SET first_at = LEAST(f.first_at, EXCLUDED.first_at)",
+            )
+            .await?;
         for (k, v) in &first {
             tx.execute(&up_first, &[&k.0, &k.1, &k.2, &k.3, &v.0, &v.1, &Ts(v.2)])
                 .await
                 .map_err(err)?;
         }
         let up_tot = tx
-            .prepare(&format!(
+            .prepare(
                 "INSERT INTO {s}.totals AS t (cluster, captures, bundle_bytes, stored_bytes) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (cluster) DO UPDATE SET captures = t.captures + EXCLUDED.captures, bundle_bytes = t.bundle_bytes + EXCLUDED.bundle_bytes, stored_bytes = t.stored_bytes + EXCLUDED.stored_bytes"
-            ))
-            .await
-            .map_err(err)?;
+                 ON CONFLICT (cluster) DO UPDATE SET captures = t.captures + EXCLUDED.captures, bundle_bytes = t.bundle_bytes + EXCLUDED.bundle_bytes, stored_bytes = t.stored_bytes + EXCLUDED.stored_bytes",
+            )
+            .await?;
         for (c, v) in &totals {
             tx.execute(&up_tot, &[c, &v.0, &v.1, &v.2])
                 .await
                 .map_err(err)?;
         }
-        tx.commit().await.map_err(err)?;
+        tx.commit().await?;
         Ok(out)
     }
 
     async fn bulk_load(&mut self, rows: Vec<NewRow>) -> R<u64> {
         use futures::SinkExt;
-        let s = self.s.clone();
-        let loc = self.location.clone();
-        let pw = self.password.clone();
-        let err = |e| classify(&loc, pw.as_deref(), e, false);
+        let scope = self.scope();
+        let err = |e| scope.err(e);
         let client = self.client().await?;
         fn field(out: &mut String, v: Option<&str>) {
             match v {
@@ -1262,8 +1353,8 @@ impl Session {
                 buf.push('\n');
             }
             let sink = client
-                .copy_in(&format!(
-                    "COPY {s}.captures (cluster, pod_uid, container, restart_count, namespace, pod, owner_kind, owner, workload, node, revision, cause, confidence, reason, exit_code, observed_at, record, bundle_len, stored_bytes) FROM STDIN"
+                .copy_in(&scope.in_schema(
+                    "COPY {s}.captures (cluster, pod_uid, container, restart_count, namespace, pod, owner_kind, owner, workload, node, revision, cause, confidence, reason, exit_code, observed_at, record, bundle_len, stored_bytes) FROM STDIN",
                 ))
                 .await
                 .map_err(err)?;
@@ -1271,8 +1362,6 @@ impl Session {
             sink.send(bytes::Bytes::from(buf)).await.map_err(err)?;
             n += sink.as_mut().finish().await.map_err(err)?;
         }
-        drop(rows);
-        self.rebuild_derived().await?;
         Ok(n)
     }
 
@@ -1306,35 +1395,21 @@ impl Session {
     }
 
     async fn rebuild_derived(&mut self) -> R<()> {
-        let s = self.s.clone();
         let sqls = self.derived_sql();
-        let loc = self.location.clone();
-        let pw = self.password.clone();
-        let err = |e| classify(&loc, pw.as_deref(), e, false);
-        let client = self.client().await?;
-        let tx = client.transaction().await.map_err(err)?;
+        let tx = self.begin().await?;
         for (table, select) in &sqls {
-            tx.batch_execute(&format!(
-                "DELETE FROM {s}.{table}; INSERT INTO {s}.{table} {select}"
+            tx.batch(&format!(
+                "DELETE FROM {{s}}.{table}; INSERT INTO {{s}}.{table} {select}"
             ))
-            .await
-            .map_err(err)?;
+            .await?;
         }
-        tx.batch_execute(&format!(
-            "ANALYZE {s}.captures; ANALYZE {s}.rollup; ANALYZE {s}.first_seen"
-        ))
-        .await
-        .map_err(err)?;
-        tx.commit().await.map_err(err)
+        tx.batch("ANALYZE {s}.captures; ANALYZE {s}.rollup; ANALYZE {s}.first_seen")
+            .await?;
+        tx.commit().await
     }
 
     async fn check_derived(&mut self) -> R<()> {
-        let s = self.s.clone();
         let sqls = self.derived_sql();
-        let loc = self.location.clone();
-        let pw = self.password.clone();
-        let err = |e| classify(&loc, pw.as_deref(), e, false);
-        let client = self.client().await?;
         for (table, select) in &sqls {
             let cols = match *table {
                 "rollup" => {
@@ -1344,22 +1419,19 @@ impl Session {
                 _ => "cluster, captures, bundle_bytes, stored_bytes",
             };
             let sql = format!(
-                "SELECT count(*) FROM ((SELECT {cols} FROM {s}.{table} {zero} EXCEPT SELECT {cols} FROM ({select}) a) \
-                 UNION ALL (SELECT {cols} FROM ({select}) b EXCEPT SELECT {cols} FROM {s}.{table})) d",
+                "SELECT count(*) FROM ((SELECT {cols} FROM {{s}}.{table} {zero} EXCEPT SELECT {cols} FROM ({select}) a) \
+                 UNION ALL (SELECT {cols} FROM ({select}) b EXCEPT SELECT {cols} FROM {{s}}.{table})) d",
                 zero = if *table == "totals" {
                     "WHERE captures > 0"
                 } else {
                     ""
                 }
             );
-            let n: i64 = client
-                .query_one(&sql, &[])
-                .await
-                .and_then(|r| r.try_get(0))
-                .map_err(err)?;
+            let row = self.one(&sql, &[]).await?;
+            let n: i64 = self.col(&row, 0)?;
             if n != 0 {
                 return Err(HistoryError::Database {
-                    location: loc.clone(),
+                    location: self.location.clone(),
                     detail: format!("{table}: {n} rows disagree with captures"),
                 });
             }
@@ -1478,19 +1550,16 @@ impl Session {
             GroupBy::Node => "node",
         };
         sql.text = format!(
-            "SELECT gk, gc, sum(n)::bigint, count(DISTINCT pod_uid), min(first_at), max(last_at), GROUPING(gc) \
-             FROM (SELECT {k} AS gk, cause AS gc, pod_uid, n, first_at, last_at FROM ({m}) m) r GROUP BY GROUPING SETS ((gk, gc), (gk))"
+            "WITH p AS MATERIALIZED (SELECT {k} COLLATE \"C\" AS gk, cause COLLATE \"C\" AS gc, pod_uid, sum(n) AS n, min(first_at) AS first_at, max(last_at) AS last_at \
+             FROM ({m}) m GROUP BY 1, 2, 3) \
+             SELECT gk, gc, sum(n)::bigint, count(DISTINCT pod_uid), min(first_at), max(last_at), GROUPING(gc) \
+             FROM p GROUP BY GROUPING SETS ((gk, gc), (gk))"
         );
         sql
     }
 
     async fn group(&mut self, q: Query, by: GroupBy) -> R<Vec<Group>> {
-        let sql = self.group_sql(&q, by);
-        let rows = {
-            let c = self.client().await?;
-            c.query(&sql.text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
+        let rows = self.rows_of(&self.group_sql(&q, by)).await?;
         let mut groups: BTreeMap<String, Group> = BTreeMap::new();
         for row in &rows {
             let key: String = self.col(row, 0)?;
@@ -1531,7 +1600,6 @@ impl Session {
 
     /// The first capture of a pod of revision `rev` among those matching `q`.
     async fn revision_start(&mut self, q: &Query, rev: &str) -> R<Option<Timestamp>> {
-        let s = self.s.clone();
         let mut sql = Sql::new();
         let mut w = Session::filters(&mut sql, q, true);
         w += &format!(" AND revision = {}", sql.p(rev.to_string()));
@@ -1541,12 +1609,8 @@ impl Session {
         if let Some(t) = q.until {
             w += &format!(" AND observed_at < {}", sql.p(Ts(t)));
         }
-        let text = format!("SELECT min(observed_at) FROM {s}.captures WHERE {w}");
-        let row = {
-            let c = self.client().await?;
-            c.query_one(&text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
+        let text = format!("SELECT min(observed_at) FROM {{s}}.captures WHERE {w}");
+        let row = self.one(&text, &sql.refs()).await?;
         Ok(self.col::<Option<Ts>>(&row, 0)?.map(|t| t.0))
     }
 
@@ -1577,32 +1641,22 @@ impl Session {
                 None => return Ok(Vec::new()),
             },
         };
-        let sql = self.new_causes_sql(&q, since);
-        let rows = {
-            let c = self.client().await?;
-            c.query(&sql.text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            out.push(NewCause {
-                cluster: self.col(row, 0)?,
-                namespace: self.col(row, 1)?,
-                owner_kind: Some(self.col(row, 2)?),
-                owner: Some(self.col(row, 3)?),
-                cause: self.col(row, 4)?,
-                first_seen: self.col::<Ts>(row, 5)?.0,
-                captures: u64_of(self.col(row, 6)?),
-            });
-        }
-        out.sort_by(|a, b| {
-            b.first_seen
-                .cmp(&a.first_seen)
-                .then_with(|| a.cluster.cmp(&b.cluster))
-                .then_with(|| a.namespace.cmp(&b.namespace))
-                .then_with(|| a.owner.cmp(&b.owner))
-                .then_with(|| a.cause.cmp(&b.cause))
-        });
+        let rows = self.rows_of(&self.new_causes_sql(&q, since)).await?;
+        let mut out = rows
+            .iter()
+            .map(|row| {
+                Ok(NewCause {
+                    cluster: self.col(row, 0)?,
+                    namespace: self.col(row, 1)?,
+                    owner_kind: Some(self.col(row, 2)?),
+                    owner: Some(self.col(row, 3)?),
+                    cause: self.col(row, 4)?,
+                    first_seen: self.col::<Ts>(row, 5)?.0,
+                    captures: u64_of(self.col(row, 6)?),
+                })
+            })
+            .collect::<R<Vec<_>>>()?;
+        crate::fleet::sort_new_causes(&mut out);
         Ok(out)
     }
 
@@ -1634,45 +1688,34 @@ impl Session {
         if q.limit == Some(0) {
             return Ok(Vec::new());
         }
-        let sql = self.list_sql(&q, q.with_diagnosis);
-        let rows = {
-            let c = self.client().await?;
-            c.query(&sql.text, &sql.refs()).await
-        }
-        .map_err(|e| self.err(e))?;
-        let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: i64 = self.col(row, 0)?;
-            let mut r = self.record(id, &self.col::<String>(row, 1)?, self.col(row, 2)?)?;
-            r.capture.diagnosis_json = self.text_of(id, self.col(row, 3)?)?;
-            out.push(r);
-        }
-        Ok(out)
+        let rows = self.rows_of(&self.list_sql(&q, q.with_diagnosis)).await?;
+        rows.iter()
+            .map(|row| {
+                let id: i64 = self.col(row, 0)?;
+                let mut r = self.record(id, &self.col::<String>(row, 1)?, self.col(row, 2)?)?;
+                r.capture.diagnosis_json = self.text_of(id, self.col(row, 3)?)?;
+                Ok(r)
+            })
+            .collect()
     }
 
     async fn get(&mut self, id: u64) -> R<Option<Record>> {
-        let s = self.s.clone();
         let id = i64_of(id);
-        let (row, blobs) = {
-            let c = self.client().await?;
-            let row = c
-                .query_opt(
-                    &format!("SELECT record::text, bundle_len FROM {s}.captures WHERE id = $1"),
-                    &[&id],
-                )
-                .await;
-            let blobs = c
-                .query(
-                    &format!("SELECT part, data FROM {s}.blobs WHERE capture_id = $1"),
-                    &[&id],
-                )
-                .await;
-            (row, blobs)
-        };
-        let Some(row) = row.map_err(|e| self.err(e))? else {
+        let row = self
+            .opt(
+                "SELECT record::text, bundle_len FROM {s}.captures WHERE id = $1",
+                &[&id],
+            )
+            .await?;
+        let Some(row) = row else {
             return Ok(None);
         };
-        let blobs = blobs.map_err(|e| self.err(e))?;
+        let blobs = self
+            .rows(
+                "SELECT part, data FROM {s}.blobs WHERE capture_id = $1",
+                &[&id],
+            )
+            .await?;
         let mut r = self.record(id, &self.col::<String>(&row, 0)?, self.col(&row, 1)?)?;
         for b in &blobs {
             let part: i16 = self.col(b, 0)?;
@@ -1791,31 +1834,26 @@ impl Store for PgStore {
         let ids: Vec<i64> = ids.iter().map(|&i| i64_of(i)).collect();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let rows = {
-                    let c = s.client().await?;
-                    c.query(
-                        &format!(
-                            "SELECT capture_id, keys::text FROM {sc}.config_keys WHERE capture_id = ANY($1)"
-                        ),
+                let rows = s
+                    .rows(
+                        "SELECT capture_id, keys::text FROM {s}.config_keys WHERE capture_id = ANY($1)",
                         &[&ids],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
-                let mut out = HashMap::new();
-                for row in &rows {
-                    let id: i64 = s.col(row, 0)?;
-                    let json: String = s.col(row, 1)?;
-                    let keys: Vec<ConfigKeys> = serde_json::from_str(&json).map_err(|source| {
-                        HistoryError::Encoding {
-                            id: Some(u64_of(id)),
-                            source,
-                        }
-                    })?;
-                    out.insert(u64_of(id), keys);
-                }
-                Ok(out)
+                    .await?;
+                rows.iter()
+                    .map(|row| {
+                        let id: i64 = s.col(row, 0)?;
+                        let json: String = s.col(row, 1)?;
+                        let keys: Vec<ConfigKeys> =
+                            serde_json::from_str(&json).map_err(|source| {
+                                HistoryError::Encoding {
+                                    id: Some(u64_of(id)),
+                                    source,
+                                }
+                            })?;
+                        Ok((u64_of(id), keys))
+                    })
+                    .collect()
             }
             .boxed_local()
         })
@@ -1825,18 +1863,12 @@ impl Store for PgStore {
         let k = k.clone();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let row = {
-                    let c = s.client().await?;
-                    c.query_opt(
-                        &format!(
-                            "SELECT 1 FROM {sc}.captures WHERE cluster = $1 AND pod_uid = $2 AND container = $3 AND restart_count = $4"
-                        ),
+                let row = s
+                    .opt(
+                        "SELECT 1 FROM {s}.captures WHERE cluster = $1 AND pod_uid = $2 AND container = $3 AND restart_count = $4",
                         &[&k.cluster, &k.pod_uid, &k.container, &k.restart_count],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
+                    .await?;
                 Ok(row.is_some())
             }
             .boxed_local()
@@ -1847,43 +1879,21 @@ impl Store for PgStore {
         let cluster = self.cluster.clone();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let rows = {
-                    let c = s.client().await?;
-                    match &cluster {
-                        Some(cl) => {
-                            c.query(
-                                &format!(
-                                    "SELECT cluster, pod_uid, container, restart_count FROM {sc}.captures WHERE cluster = $1"
-                                ),
-                                &[cl],
-                            )
-                            .await
-                        }
-                        None => {
-                            c.query(
-                                &format!(
-                                    "SELECT cluster, pod_uid, container, restart_count FROM {sc}.captures"
-                                ),
-                                &[],
-                            )
-                            .await
-                        }
-                    }
-                }
-                .map_err(|e| s.err(e))?;
-                let mut out = HashSet::with_capacity(rows.len());
-                for row in &rows {
-                    out.insert(
-                        TerminationKey::new(
+                let all = "SELECT cluster, pod_uid, container, restart_count FROM {s}.captures";
+                let rows = match &cluster {
+                    Some(cl) => s.rows(&format!("{all} WHERE cluster = $1"), &[cl]).await?,
+                    None => s.rows(all, &[]).await?,
+                };
+                rows.iter()
+                    .map(|row| {
+                        Ok(TerminationKey::new(
                             s.col::<String>(row, 1)?,
                             s.col::<String>(row, 2)?,
                             s.col::<i32>(row, 3)?,
                         )
-                        .in_cluster(s.col::<String>(row, 0)?),
-                    );
-                }
-                Ok(out)
+                        .in_cluster(s.col::<String>(row, 0)?))
+                    })
+                    .collect()
             }
             .boxed_local()
         })
@@ -1901,16 +1911,12 @@ impl Store for PgStore {
     fn bundle(&self, id: u64) -> R<Option<Vec<u8>>> {
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let row = {
-                    let c = s.client().await?;
-                    c.query_opt(
-                        &format!("SELECT data FROM {sc}.blobs WHERE capture_id = $1 AND part = 0"),
+                let row = s
+                    .opt(
+                        "SELECT data FROM {s}.blobs WHERE capture_id = $1 AND part = 0",
                         &[&i64_of(id)],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
+                    .await?;
                 row.map(|r| s.col::<Vec<u8>>(&r, 0)).transpose()
             }
             .boxed_local()
@@ -1931,18 +1937,12 @@ impl Store for PgStore {
         let at = Timestamp::from_millisecond(at.as_millisecond()).unwrap_or(at);
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let res = {
-                    let c = s.client().await?;
-                    c.execute(
-                        &format!(
-                            "INSERT INTO {sc}.checkpoints (cluster, watched_until) VALUES ($1, $2) ON CONFLICT (cluster) DO UPDATE SET watched_until = EXCLUDED.watched_until"
-                        ),
-                        &[&cluster, &Ts(at)],
-                    )
-                    .await
-                };
-                res.map(|_| ()).map_err(|e| s.err(e))
+                s.exec(
+                    "INSERT INTO {s}.checkpoints (cluster, watched_until) VALUES ($1, $2) ON CONFLICT (cluster) DO UPDATE SET watched_until = EXCLUDED.watched_until",
+                    &[&cluster, &Ts(at)],
+                )
+                .await
+                .map(|_| ())
             }
             .boxed_local()
         })
@@ -1952,16 +1952,12 @@ impl Store for PgStore {
         let cluster = self.cluster.clone().unwrap_or_default();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let row = {
-                    let c = s.client().await?;
-                    c.query_opt(
-                        &format!("SELECT watched_until FROM {sc}.checkpoints WHERE cluster = $1"),
+                let row = s
+                    .opt(
+                        "SELECT watched_until FROM {s}.checkpoints WHERE cluster = $1",
                         &[&cluster],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
+                    .await?;
                 row.map(|r| s.col::<Ts>(&r, 0).map(|t| t.0)).transpose()
             }
             .boxed_local()
@@ -1996,43 +1992,31 @@ impl Store for PgStore {
         let keep: Option<Vec<String>> = keep.map(|k| k.iter().cloned().collect());
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let loc = s.location.clone();
-                let pw = s.password.clone();
-                let err = |e| classify(&loc, pw.as_deref(), e, false);
-                let c = s.client().await?;
-                let tx = c.transaction().await.map_err(err)?;
+                let tx = s.begin().await?;
                 if !forget.is_empty() {
-                    tx.execute(
-                        &format!("DELETE FROM {sc}.baselines WHERE cluster = $1 AND pod_uid = ANY($2)"),
+                    tx.exec(
+                        "DELETE FROM {s}.baselines WHERE cluster = $1 AND pod_uid = ANY($2)",
                         &[&cluster, &forget],
                     )
-                    .await
-                    .map_err(err)?;
+                    .await?;
                 }
                 if let Some(keep) = &keep {
-                    tx.execute(
-                        &format!(
-                            "DELETE FROM {sc}.baselines WHERE cluster = $1 AND NOT (pod_uid = ANY($2))"
-                        ),
+                    tx.exec(
+                        "DELETE FROM {s}.baselines WHERE cluster = $1 AND NOT (pod_uid = ANY($2))",
                         &[&cluster, keep],
                     )
-                    .await
-                    .map_err(err)?;
+                    .await?;
                 }
                 if !uids.is_empty() {
-                    tx.execute(
-                        &format!(
-                            "INSERT INTO {sc}.baselines AS b (cluster, pod_uid, container, restart_count) \
-                             SELECT $1, u, c, n FROM unnest($2::text[], $3::text[], $4::int[]) AS x(u, c, n) \
-                             ON CONFLICT (cluster, pod_uid, container) DO UPDATE SET restart_count = GREATEST(b.restart_count, EXCLUDED.restart_count)"
-                        ),
+                    tx.exec(
+                        "INSERT INTO {s}.baselines AS b (cluster, pod_uid, container, restart_count) \
+                         SELECT $1, u, c, n FROM unnest($2::text[], $3::text[], $4::int[]) AS x(u, c, n) \
+                         ON CONFLICT (cluster, pod_uid, container) DO UPDATE SET restart_count = GREATEST(b.restart_count, EXCLUDED.restart_count)",
                         &[&cluster, &uids, &containers, &counts],
                     )
-                    .await
-                    .map_err(err)?;
+                    .await?;
                 }
-                tx.commit().await.map_err(err)
+                tx.commit().await
             }
             .boxed_local()
         })
@@ -2042,23 +2026,15 @@ impl Store for PgStore {
         let cluster = self.cluster.clone().unwrap_or_default();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
-                let rows = {
-                    let c = s.client().await?;
-                    c.query(
-                        &format!(
-                            "SELECT pod_uid, container, restart_count FROM {sc}.baselines WHERE cluster = $1"
-                        ),
+                let rows = s
+                    .rows(
+                        "SELECT pod_uid, container, restart_count FROM {s}.baselines WHERE cluster = $1",
                         &[&cluster],
                     )
-                    .await
-                }
-                .map_err(|e| s.err(e))?;
-                let mut out = HashMap::new();
-                for row in &rows {
-                    out.insert((s.col(row, 0)?, s.col(row, 1)?), s.col(row, 2)?);
-                }
-                Ok(out)
+                    .await?;
+                rows.iter()
+                    .map(|row| Ok(((s.col(row, 0)?, s.col(row, 1)?), s.col(row, 2)?)))
+                    .collect()
             }
             .boxed_local()
         })
@@ -2068,41 +2044,33 @@ impl Store for PgStore {
         let cluster = self.cluster.clone();
         self.call(move |s| {
             async move {
-                let sc = s.s.clone();
                 let schema = s.schema.clone();
-                let (tot, span, size) = {
-                    let c = s.client().await?;
-                    let (w, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &cluster {
-                        Some(cl) => ("WHERE cluster = $1", vec![cl]),
-                        None => ("", vec![]),
-                    };
-                    let tot = c
-                        .query_one(
-                            &format!(
-                                "SELECT COALESCE(sum(captures), 0)::bigint, COALESCE(sum(bundle_bytes), 0)::bigint, COALESCE(sum(stored_bytes), 0)::bigint FROM {sc}.totals {w}"
-                            ),
-                            &params,
-                        )
-                        .await;
-                    let span = c
-                        .query_one(
-                            &format!(
-                                "SELECT (SELECT observed_at FROM {sc}.captures {w} ORDER BY observed_at LIMIT 1), (SELECT observed_at FROM {sc}.captures {w} ORDER BY observed_at DESC LIMIT 1)"
-                            ),
-                            &params,
-                        )
-                        .await;
-                    let size = c
-                        .query_one(
-                            "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
-                            &[&schema],
-                        )
-                        .await;
-                    (tot, span, size)
+                let (w, params): (&str, Vec<&(dyn ToSql + Sync)>) = match &cluster {
+                    Some(cl) => ("WHERE cluster = $1", vec![cl]),
+                    None => ("", vec![]),
                 };
-                let tot = tot.map_err(|e| s.err(e))?;
-                let span = span.map_err(|e| s.err(e))?;
-                let size = size.map_err(|e| s.err(e))?;
+                let tot = s
+                    .one(
+                        &format!(
+                            "SELECT COALESCE(sum(captures), 0)::bigint, COALESCE(sum(bundle_bytes), 0)::bigint, COALESCE(sum(stored_bytes), 0)::bigint FROM {{s}}.totals {w}"
+                        ),
+                        &params,
+                    )
+                    .await?;
+                let span = s
+                    .one(
+                        &format!(
+                            "SELECT (SELECT observed_at FROM {{s}}.captures {w} ORDER BY observed_at LIMIT 1), (SELECT observed_at FROM {{s}}.captures {w} ORDER BY observed_at DESC LIMIT 1)"
+                        ),
+                        &params,
+                    )
+                    .await?;
+                let size = s
+                    .one(
+                        "SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'",
+                        &[&schema],
+                    )
+                    .await?;
                 Ok(Stats {
                     captures: u64_of(s.col(&tot, 0)?),
                     bundle_bytes: u64_of(s.col(&tot, 1)?),
@@ -2134,69 +2102,62 @@ impl Session {
         now: Timestamp,
         cluster: Option<String>,
     ) -> R<PruneStats> {
-        let s = self.s.clone();
-        let loc = self.location.clone();
-        let pw = self.password.clone();
-        let err = |e| classify(&loc, pw.as_deref(), e, false);
         let cutoff = r
             .max_age
             .map(|age| now.as_nanosecond() - age.as_nanos().max(0))
             .map(|ns| Timestamp::from_nanosecond(ns).unwrap_or(Timestamp::MIN));
-        let c = self.client().await?;
-        let tx = c.transaction().await.map_err(err)?;
+        let tx = self.begin().await?;
         let (cw, cp): (&str, Vec<&(dyn ToSql + Sync)>) = match &cluster {
             Some(cl) => ("cluster = $1 AND", vec![cl]),
             None => ("", vec![]),
         };
         // Lock the totals rows: two prunes of one cluster run one after the other.
         let tot = tx
-            .query_one(
+            .one(
                 &format!(
-                    "SELECT COALESCE(sum(captures), 0)::bigint, COALESCE(sum(stored_bytes), 0)::bigint FROM (SELECT * FROM {s}.totals WHERE {cw} TRUE ORDER BY cluster FOR UPDATE) t"
+                    "SELECT COALESCE(sum(captures), 0)::bigint, COALESCE(sum(stored_bytes), 0)::bigint FROM (SELECT * FROM {{s}}.totals WHERE {cw} TRUE ORDER BY cluster FOR UPDATE) t"
                 ),
                 &cp,
             )
-            .await
-            .map_err(err)?;
-        let mut remaining: i64 = tot.try_get(0).map_err(err)?;
-        let mut stored: i64 = tot.try_get(1).map_err(err)?;
+            .await?;
+        let mut remaining: i64 = tx.col(&tot, 0)?;
+        let mut stored: i64 = tx.col(&tot, 1)?;
         let mut victims: Vec<i64> = Vec::new();
         let mut after: Option<(Ts, i64)> = None;
         let p = cp.len();
         'scan: loop {
             let rows = match &after {
                 None => {
-                    tx.query(
+                    tx.rows(
                         &format!(
-                            "SELECT id, observed_at, stored_bytes FROM {s}.captures WHERE {cw} TRUE ORDER BY observed_at, id LIMIT 1000"
+                            "SELECT id, observed_at, stored_bytes FROM {{s}}.captures WHERE {cw} TRUE ORDER BY observed_at, id LIMIT 1000"
                         ),
                         &cp,
                     )
-                    .await
+                    .await?
                 }
                 Some((t, id)) => {
                     let mut params = cp.clone();
                     params.push(t);
                     params.push(id);
-                    tx.query(
+                    tx.rows(
                         &format!(
-                            "SELECT id, observed_at, stored_bytes FROM {s}.captures WHERE {cw} (observed_at, id) > (${}, ${}) ORDER BY observed_at, id LIMIT 1000",
+                            "SELECT id, observed_at, stored_bytes FROM {{s}}.captures WHERE {cw} (observed_at, id) > (${}, ${}) ORDER BY observed_at, id LIMIT 1000",
                             p + 1,
                             p + 2
                         ),
                         &params,
                     )
-                    .await
+                    .await?
                 }
-            }
-            .map_err(err)?;
+            };
             if rows.is_empty() {
                 break;
             }
             for row in &rows {
-                let id: i64 = row.try_get(0).map_err(err)?;
-                let at: Ts = row.try_get(1).map_err(err)?;
-                let bytes: i64 = row.try_get(2).map_err(err)?;
+                let id: i64 = tx.col(row, 0)?;
+                let at: Ts = tx.col(row, 1)?;
+                let bytes: i64 = tx.col(row, 2)?;
                 let too_old = cutoff.is_some_and(|c| at.0 < c);
                 let too_many = r.max_captures.is_some_and(|m| remaining > i64_of(m));
                 let too_big = r.max_bytes.is_some_and(|m| stored > i64_of(m));
@@ -2210,31 +2171,28 @@ impl Session {
             }
         }
         if victims.is_empty() {
-            tx.rollback().await.map_err(err)?;
+            tx.rollback().await?;
             return Ok(PruneStats::default());
         }
         let gone = tx
-            .query(
-                &format!(
-                    "DELETE FROM {s}.captures WHERE id = ANY($1) RETURNING cluster, pod_uid, namespace, workload, cause, observed_at, bundle_len, stored_bytes"
-                ),
+            .rows(
+                "DELETE FROM {s}.captures WHERE id = ANY($1) RETURNING cluster, pod_uid, namespace, workload, cause, observed_at, bundle_len, stored_bytes",
                 &[&victims],
             )
-            .await
-            .map_err(err)?;
+            .await?;
         let mut pods: BTreeMap<(String, String), Vec<Timestamp>> = BTreeMap::new();
         let mut causes: HashSet<(String, String, String, String)> = HashSet::new();
         let mut totals: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
         let mut stats = PruneStats::default();
         for row in &gone {
-            let cluster: String = row.try_get(0).map_err(err)?;
-            let uid: String = row.try_get(1).map_err(err)?;
-            let ns: String = row.try_get(2).map_err(err)?;
-            let workload: String = row.try_get(3).map_err(err)?;
-            let cause: String = row.try_get(4).map_err(err)?;
-            let at: Ts = row.try_get(5).map_err(err)?;
-            let bl: i64 = row.try_get(6).map_err(err)?;
-            let sb: i64 = row.try_get(7).map_err(err)?;
+            let cluster: String = tx.col(row, 0)?;
+            let uid: String = tx.col(row, 1)?;
+            let ns: String = tx.col(row, 2)?;
+            let workload: String = tx.col(row, 3)?;
+            let cause: String = tx.col(row, 4)?;
+            let at: Ts = tx.col(row, 5)?;
+            let bl: i64 = tx.col(row, 6)?;
+            let sb: i64 = tx.col(row, 7)?;
             pods.entry((cluster.clone(), uid))
                 .or_default()
                 .push(hour_floor(at.0));
@@ -2253,61 +2211,47 @@ impl Session {
             hours.sort();
             hours.dedup();
             let hours: Vec<Ts> = hours.into_iter().map(Ts).collect();
-            tx.execute(
-                &format!(
-                    "DELETE FROM {s}.rollup WHERE cluster = $1 AND pod_uid = $2 AND bucket = ANY($3)"
-                ),
+            tx.exec(
+                "DELETE FROM {s}.rollup WHERE cluster = $1 AND pod_uid = $2 AND bucket = ANY($3)",
                 &[&cluster, &uid, &hours],
             )
-            .await
-            .map_err(err)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO {s}.rollup (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, captures, first_at, last_at) \
-                     SELECT date_trunc('hour', observed_at, 'UTC'), cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, count(*), min(observed_at), max(observed_at) \
-                     FROM {s}.captures WHERE cluster = $1 AND pod_uid = $2 AND date_trunc('hour', observed_at, 'UTC') = ANY($3) GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9"
-                ),
+            .await?;
+            tx.exec(
+                "INSERT INTO {s}.rollup (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, captures, first_at, last_at) \
+                 SELECT date_trunc('hour', observed_at, 'UTC'), cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, count(*), min(observed_at), max(observed_at) \
+                 FROM {s}.captures WHERE cluster = $1 AND pod_uid = $2 AND date_trunc('hour', observed_at, 'UTC') = ANY($3) GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9",
                 &[&cluster, &uid, &hours],
             )
-            .await
-            .map_err(err)?;
+            .await?;
         }
         // First sightings of the causes that lost captures, from the rollup.
         let mut causes: Vec<_> = causes.into_iter().collect();
         causes.sort();
         for (cluster, ns, workload, cause) in causes {
+            let key: [&(dyn ToSql + Sync); 4] = [&cluster, &ns, &workload, &cause];
             let n = tx
-                .execute(
-                    &format!(
-                        "UPDATE {s}.first_seen f SET first_at = m.first_at FROM (SELECT min(first_at) AS first_at FROM {s}.rollup WHERE cluster = $1 AND workload = $3 AND cause = $4 AND namespace = $2) m \
-                         WHERE f.cluster = $1 AND f.namespace = $2 AND f.workload = $3 AND f.cause = $4 AND m.first_at IS NOT NULL"
-                    ),
-                    &[&cluster, &ns, &workload, &cause],
+                .exec(
+                    "UPDATE {s}.first_seen f SET first_at = m.first_at FROM (SELECT min(first_at) AS first_at FROM {s}.rollup WHERE cluster = $1 AND workload = $3 AND cause = $4 AND namespace = $2) m \
+                     WHERE f.cluster = $1 AND f.namespace = $2 AND f.workload = $3 AND f.cause = $4 AND m.first_at IS NOT NULL",
+                    &key,
                 )
-                .await
-                .map_err(err)?;
+                .await?;
             if n == 0 {
-                tx.execute(
-                    &format!(
-                        "DELETE FROM {s}.first_seen WHERE cluster = $1 AND namespace = $2 AND workload = $3 AND cause = $4"
-                    ),
-                    &[&cluster, &ns, &workload, &cause],
+                tx.exec(
+                    "DELETE FROM {s}.first_seen WHERE cluster = $1 AND namespace = $2 AND workload = $3 AND cause = $4",
+                    &key,
                 )
-                .await
-                .map_err(err)?;
+                .await?;
             }
         }
         for (cluster, (n, b, sb)) in &totals {
-            tx.execute(
-                &format!(
-                    "UPDATE {s}.totals SET captures = captures - $2, bundle_bytes = bundle_bytes - $3, stored_bytes = stored_bytes - $4 WHERE cluster = $1"
-                ),
+            tx.exec(
+                "UPDATE {s}.totals SET captures = captures - $2, bundle_bytes = bundle_bytes - $3, stored_bytes = stored_bytes - $4 WHERE cluster = $1",
                 &[cluster, n, b, sb],
             )
-            .await
-            .map_err(err)?;
+            .await?;
         }
-        tx.commit().await.map_err(err)?;
+        tx.commit().await?;
         Ok(stats)
     }
 }

@@ -16,10 +16,13 @@ use crashdoc_history::{
     RedbStore, Retention, Since, Store, fleet,
 };
 
+/// Opens a handle on the test's history, for a cluster or unscoped.
+type Opener = Box<dyn Fn(Option<&str>) -> Arc<dyn Store>>;
+
 /// A fresh, empty history and the means to open handles on it.
 pub struct Env {
     kind: &'static str,
-    open: Box<dyn Fn(Option<&str>) -> Arc<dyn Store>>,
+    open: Opener,
     check: Box<dyn Fn()>,
     _keep: Box<dyn std::any::Any>,
 }
@@ -225,7 +228,7 @@ fn one_pod_uid_in_two_clusters_is_two_captures(env: &Env) {
     assert_eq!(l[0].capture.key, x.key);
     let e = env.for_cluster("east");
     assert_eq!(e.seen_keys().unwrap(), HashSet::from([x.key.clone()]));
-    assert_eq!(e.insert(&x).unwrap().is_new(), false);
+    assert_eq!(e.insert(&x).unwrap(), Inserted::Duplicate(l[0].id));
     assert_eq!(s.seen_keys().unwrap().len(), 2, "unscoped: every cluster");
     (env.check)();
 }

@@ -24,7 +24,10 @@ pub struct ClusterIdentity {
 
 /// The name from the kubeconfig, when there is one: `context`, else its
 /// current context. `None` when no kubeconfig can be read (in a pod).
-pub fn from_kubeconfig(kubeconfig: Option<&Path>, context: Option<&str>) -> Option<ClusterIdentity> {
+pub fn from_kubeconfig(
+    kubeconfig: Option<&Path>,
+    context: Option<&str>,
+) -> Option<ClusterIdentity> {
     if let Some(c) = context.filter(|c| !c.is_empty()) {
         return Some(ClusterIdentity {
             name: c.to_string(),
@@ -107,8 +110,14 @@ mod tests {
     #[test]
     fn an_explicit_context_wins_without_reading_a_file() {
         let id = from_kubeconfig(Some(Path::new("/nonexistent/kubeconfig")), Some("gpu-us"));
-        assert_eq!(id.map(|i| (i.name, i.source)), Some(("gpu-us".into(), "--context")));
+        assert_eq!(
+            id.map(|i| (i.name, i.source)),
+            Some(("gpu-us".into(), "--context"))
+        );
         // Near miss: no context and an unreadable kubeconfig give no name.
-        assert_eq!(from_kubeconfig(Some(Path::new("/nonexistent/kubeconfig")), None), None);
+        assert_eq!(
+            from_kubeconfig(Some(Path::new("/nonexistent/kubeconfig")), None),
+            None
+        );
     }
 }

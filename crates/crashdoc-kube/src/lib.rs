@@ -20,8 +20,8 @@ pub mod verify;
 pub mod workload;
 
 pub use cluster::Cluster;
-pub use identity::{ClusterIdentity, cluster_identity};
 pub use collect::{CollectOptions, Collection, Collector, selector_string, unhealthy};
+pub use identity::{ClusterIdentity, cluster_identity};
 pub use sources::references::referenced_objects;
 pub use target::{Target, TargetKind};
 

@@ -236,7 +236,8 @@ async fn watch_probed(
     let cfg = crashdoc_watch::Config {
         namespace: Some(NS.into()),
         label_selector: None,
-        db: db.to_path_buf(),
+        cluster: "test".into(),
+        store: std::sync::Arc::new(crashdoc_history::RedbStore::open(db).unwrap()),
         retention: crashdoc_history::Retention::default(),
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         capture_concurrency: 1,

@@ -27,13 +27,19 @@ async fn in_a_pod_the_cluster_is_named_by_the_kube_system_uid() {
     // One read, a get: nothing is written.
     let seen = m.seen();
     assert_eq!(seen.len(), 1);
-    assert_eq!((seen[0].method.as_str(), seen[0].path.as_str()), ("GET", KUBE_SYSTEM));
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("GET", KUBE_SYSTEM)
+    );
 }
 
 #[tokio::test]
 async fn a_forbidden_read_says_to_pass_cluster() {
     let m = Mock::default();
-    m.on(KUBE_SYSTEM, vec![Reply::Json(403, status(403, "Forbidden"))]);
+    m.on(
+        KUBE_SYSTEM,
+        vec![Reply::Json(403, status(403, "Forbidden"))],
+    );
     let e = crashdoc_kube::identity::kube_system_uid(&client(&m))
         .await
         .expect_err("forbidden");

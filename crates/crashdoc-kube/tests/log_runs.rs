@@ -475,7 +475,8 @@ async fn watch(m: &Mock, db: &std::path::Path, logs: usize) -> crashdoc_watch::S
     let cfg = crashdoc_watch::Config {
         namespace: Some(NS.into()),
         label_selector: None,
-        db: db.to_path_buf(),
+        cluster: "test".into(),
+        store: std::sync::Arc::new(crashdoc_history::RedbStore::open(db).unwrap()),
         retention: crashdoc_history::Retention::default(),
         listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
         capture_concurrency: 1,

@@ -25,14 +25,23 @@ pub(crate) fn answer(p: FleetParams, store: &dyn Store) -> anyhow::Result<(Value
     let location = store.location();
     match p.query {
         FleetQuery::Group => {
-            let by: GroupBy = p
-                .group_by
-                .as_deref()
-                .unwrap_or("cluster")
-                .parse()
-                .map_err(|m: String| ArgError::new(&m, "group_by is one of cluster, namespace, workload, cause, node"))?;
+            let by: GroupBy =
+                p.group_by
+                    .as_deref()
+                    .unwrap_or("cluster")
+                    .parse()
+                    .map_err(|m: String| {
+                        ArgError::new(
+                            &m,
+                            "group_by is one of cluster, namespace, workload, cause, node",
+                        )
+                    })?;
             let groups = store.group(&q, by)?;
-            let mut text = format!("{} group(s) by {} in {location}\n", groups.len(), by.as_str());
+            let mut text = format!(
+                "{} group(s) by {} in {location}\n",
+                groups.len(),
+                by.as_str()
+            );
             for g in groups.iter().take(30) {
                 let causes: Vec<String> = g
                     .causes
@@ -48,7 +57,10 @@ pub(crate) fn answer(p: FleetParams, store: &dyn Store) -> anyhow::Result<(Value
                     causes.join(", ")
                 ));
             }
-            Ok((json!({"db": location, "group_by": by, "groups": groups}), text))
+            Ok((
+                json!({"db": location, "group_by": by, "groups": groups}),
+                text,
+            ))
         }
         FleetQuery::NewCauses => {
             let from = match (p.revision, since) {
@@ -69,7 +81,11 @@ pub(crate) fn answer(p: FleetParams, store: &dyn Store) -> anyhow::Result<(Value
             for r in rows.iter().take(30) {
                 text.push_str(&format!(
                     "{} {}/{}/{}: {} first seen {} ({} capture(s))\n",
-                    if r.cluster.is_empty() { "-" } else { &r.cluster },
+                    if r.cluster.is_empty() {
+                        "-"
+                    } else {
+                        &r.cluster
+                    },
                     r.namespace,
                     r.owner_kind.as_deref().unwrap_or("Pod"),
                     r.owner.as_deref().unwrap_or("-"),

@@ -20,8 +20,8 @@
 //! itself. Arguments outside a tool's schema are `isError` results too: rmcp
 //! reports them so (SEP-1303 moved input validation errors into tool results).
 
-mod lint;
 mod fleet;
+mod lint;
 mod tools;
 
 pub use lint::{FailOn, LintParams};

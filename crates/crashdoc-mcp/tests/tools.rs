@@ -47,6 +47,22 @@ async fn ok(c: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> (Val
     (r.structured_content.expect("structured content"), text)
 }
 
+/// A client of a server whose history is the file `db`.
+async fn client_on(db: &std::path::Path) -> RunningService<RoleClient, ()> {
+    client(Defaults {
+        db: Some(crashdoc_history::Location::File(db.to_path_buf())),
+        ..Defaults::default()
+    })
+    .await
+}
+
+/// One string field of each object of a JSON array.
+fn column<'a>(rows: &'a Value, field: &str) -> Vec<&'a str> {
+    rows.as_array()
+        .map(|a| a.iter().filter_map(|r| r[field].as_str()).collect())
+        .unwrap_or_default()
+}
+
 async fn tool_error(
     c: &RunningService<RoleClient, ()>,
     tool: &str,
@@ -81,7 +97,7 @@ async fn tools_are_listed_with_schemas_that_follow_the_cli_flags() {
     assert_eq!(
         names,
         [
-            "analyze", "capture", "diagnose", "explain", "history", "lint", "scan"
+            "analyze", "capture", "diagnose", "explain", "fleet", "history", "lint", "scan"
         ]
     );
     let props = |name: &str| -> Vec<String> {
@@ -129,12 +145,27 @@ async fn tools_are_listed_with_schemas_that_follow_the_cli_flags() {
     assert_eq!(
         props("history"),
         [
+            "cluster",
             "container",
             "db",
             "export",
             "limit",
             "namespace",
             "output",
+            "since",
+            "target"
+        ]
+    );
+    // The fleet tool follows `history --group-by/--new-causes/--compare-clusters`.
+    assert_eq!(
+        props("fleet"),
+        [
+            "cluster",
+            "db",
+            "group_by",
+            "namespace",
+            "query",
+            "revision",
             "since",
             "target"
         ]
@@ -331,11 +362,7 @@ fn history_db(dir: &Path) -> PathBuf {
 async fn history_lists_filters_and_exports() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = history_db(dir.path());
-    let c = client(Defaults {
-        db: Some(db.clone()),
-        ..Defaults::default()
-    })
-    .await;
+    let c = client_on(&db).await;
     let (v, text) = ok(&c, "history", json!({})).await;
     assert_eq!(v["captures"].as_array().map(Vec::len), Some(3));
     assert!(text.starts_with("3 capture(s), newest first"), "{text}");
@@ -345,10 +372,7 @@ async fn history_lists_filters_and_exports() {
         json!({ "target": "deploy/vllm", "namespace": "llm" }),
     )
     .await;
-    let pods: Vec<&str> = v["captures"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|r| r["pod"].as_str()).collect())
-        .unwrap_or_default();
+    let pods = column(&v["captures"], "pod");
     assert_eq!(pods, ["vllm-7d9f8b6c5d-x2x9k", "vllm-7d9f8b6c5d-x2x9k"]);
     assert_eq!(v["captures"][0]["restart_count"], 4, "newest first");
     let (v, text) = ok(&c, "history", json!({ "target": "deploy/nothing" })).await;
@@ -392,6 +416,62 @@ async fn history_lists_filters_and_exports() {
     )
     .await;
     assert!(text.contains("there is no history at"), "{text}");
+}
+
+#[tokio::test]
+async fn fleet_answers_from_the_servers_history_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = history_db(dir.path());
+    let c = client_on(&db).await;
+    let (v, text) = ok(
+        &c,
+        "fleet",
+        json!({ "query": "group", "group_by": "cause" }),
+    )
+    .await;
+    let groups: Vec<(String, u64)> = v["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["key"].as_str().unwrap_or_default().to_string(),
+                g["captures"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [("oom-killed".to_string(), 2), ("app-crash".to_string(), 1)]
+    );
+    assert!(text.starts_with("2 group(s) by cause"), "{text}");
+    let (v, _) = ok(
+        &c,
+        "fleet",
+        json!({ "query": "new_causes", "since": "2026-11-29T10:02:00Z" }),
+    )
+    .await;
+    // oom-killed was first seen at 10:03, app-crash at 10:01: only the first is new.
+    let new = column(&v["new_causes"], "cause");
+    assert_eq!(new, ["oom-killed"]);
+    // Near misses: compare_clusters without a target; new_causes without a start.
+    let (_, text) = tool_error(&c, "fleet", json!({ "query": "compare_clusters" })).await;
+    assert!(text.contains("needs `target`"), "{text}");
+    let (_, text) = tool_error(&c, "fleet", json!({ "query": "new_causes" })).await;
+    assert!(text.contains("new since when?"), "{text}");
+    // A call cannot send the server's database password to a host of its
+    // choosing: a URL in `db` is refused before anything connects.
+    for tool in ["fleet", "history"] {
+        let mut args = json!({ "db": "postgres://crashdoc@attacker.invalid:5432/x" });
+        if tool == "fleet" {
+            args["query"] = json!("group");
+        }
+        let (_, text) = tool_error(&c, tool, args).await;
+        assert!(
+            text.contains("may only name a history file"),
+            "{tool}: {text}"
+        );
+    }
 }
 
 /// Values planted in a Secret, an env var and log lines of a fixture

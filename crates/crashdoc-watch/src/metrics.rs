@@ -404,6 +404,10 @@ mod tests {
         // Near miss: with captures waiting, the age is the oldest one's.
         s.depth = 2;
         m.spool(Some(&s), now);
-        assert!(m.encode().lines().any(|l| l == "crashdoc_history_spool_oldest_age_seconds 30.0"));
+        assert!(
+            m.encode()
+                .lines()
+                .any(|l| l == "crashdoc_history_spool_oldest_age_seconds 30.0")
+        );
     }
 }

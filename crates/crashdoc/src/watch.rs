@@ -138,11 +138,10 @@ impl crashdoc_core::Hint for NoHistoryPlace {
 impl DbArg {
     /// Where the history is: --db, else $CRASHDOC_DB, else the state folder's file.
     pub fn location(&self) -> anyhow::Result<Location> {
-        let given = self.db.clone().or_else(|| {
-            std::env::var("CRASHDOC_DB")
-                .ok()
-                .filter(|v| !v.is_empty())
-        });
+        let given = self
+            .db
+            .clone()
+            .or_else(|| std::env::var("CRASHDOC_DB").ok().filter(|v| !v.is_empty()));
         if let Some(s) = given {
             let Ok(loc) = s.parse::<Location>();
             return Ok(loc);
@@ -212,7 +211,12 @@ pub struct HistoryArgs {
     pub new_causes: bool,
     /// With --new-causes: count as new from the first capture of this
     /// rollout revision (a pod's pod-template-hash or controller-revision-hash).
-    #[arg(long, value_name = "HASH", requires = "new_causes", conflicts_with = "since")]
+    #[arg(
+        long,
+        value_name = "HASH",
+        requires = "new_causes",
+        conflicts_with = "since"
+    )]
     pub revision: Option<String>,
     /// A workload's causes in every cluster, side by side.
     #[arg(long, requires = "target", conflicts_with = "export")]
@@ -340,7 +344,11 @@ pub fn watch(a: WatchArgs, verbose: bool) -> anyhow::Result<()> {
 }
 
 /// The history for `watch`: scoped to `cluster`; a database with its spool.
-async fn open_writer(a: &WatchArgs, loc: &Location, cluster: &str) -> anyhow::Result<Arc<dyn Store>> {
+async fn open_writer(
+    a: &WatchArgs,
+    loc: &Location,
+    cluster: &str,
+) -> anyhow::Result<Arc<dyn Store>> {
     let spool = match loc {
         Location::File(_) => None,
         Location::Postgres(_) => Some(SpoolConfig {
@@ -378,7 +386,13 @@ fn default_spool(cluster: &str) -> anyhow::Result<PathBuf> {
     };
     let safe: String = cluster
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     Ok(default.with_file_name(format!("spool-{safe}.redb")))
 }
@@ -475,8 +489,10 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<()> {
     if a.format == crate::Format::Markdown {
         anyhow::bail!("history prints text or json");
     }
-    let clusters: std::collections::BTreeSet<&str> =
-        records.iter().map(|r| r.capture.key.cluster.as_str()).collect();
+    let clusters: std::collections::BTreeSet<&str> = records
+        .iter()
+        .map(|r| r.capture.key.cluster.as_str())
+        .collect();
     write!(out, "{}", table(&records, clusters.len() > 1))?;
     writeln!(out, "\n{}", by_reason(&records))?;
     // What changed in the ConfigMaps and Secrets the pods referenced.

@@ -637,9 +637,36 @@ fn catalog_lists_every_entry_with_its_source() {
     }
 }
 
+/// A status-only capture of a `Deployment/web` pod in `shop`, exit 1.
+fn status_only(key: crashdoc_history::TerminationKey, pod: &str) -> crashdoc_history::Capture {
+    crashdoc_history::Capture {
+        key,
+        namespace: "shop".into(),
+        pod: pod.into(),
+        owner_kind: Some("Deployment".into()),
+        owner: Some("web".into()),
+        node: None,
+        revision: None,
+        finished_at: None,
+        observed_at: jiff::Timestamp::UNIX_EPOCH,
+        reason: Some("Error".into()),
+        exit_code: Some(1),
+        signal: None,
+        cause: None,
+        confidence: Some("high".into()),
+        summary: None,
+        diagnosis_json: None,
+        kind: crashdoc_history::CaptureKind::StatusOnly,
+        missing: vec![],
+        logs: None,
+        capture_delay_ms: None,
+        bundle: None,
+    }
+}
+
 /// A history holding two clusters' captures of one workload.
 fn fleet_db(dir: &Path) -> PathBuf {
-    use crashdoc_history::{Capture, CaptureKind, RedbStore, TerminationKey};
+    use crashdoc_history::{Capture, RedbStore, TerminationKey};
     let db = dir.join("fleet.redb");
     let store = RedbStore::open(&db).expect("open");
     let rows = [
@@ -652,27 +679,14 @@ fn fleet_db(dir: &Path) -> PathBuf {
     ];
     for (cluster, uid, n, minute, cause, rev) in rows {
         let c = Capture {
-            key: TerminationKey::new(uid, "app", n).in_cluster(cluster),
-            namespace: "shop".into(),
-            pod: format!("web-{uid}"),
-            owner_kind: Some("Deployment".into()),
-            owner: Some("web".into()),
             node: Some(format!("{cluster}-node")),
             revision: Some(rev.into()),
-            finished_at: None,
             observed_at: format!("2026-11-29T10:{minute:02}:00Z").parse().unwrap(),
-            reason: Some("Error".into()),
-            exit_code: Some(1),
-            signal: None,
             cause: Some(cause.into()),
-            confidence: Some("high".into()),
-            summary: None,
-            diagnosis_json: None,
-            kind: CaptureKind::StatusOnly,
-            missing: vec![],
-            logs: None,
-            capture_delay_ms: None,
-            bundle: None,
+            ..status_only(
+                TerminationKey::new(uid, "app", n).in_cluster(cluster),
+                &format!("web-{uid}"),
+            )
         };
         store.insert(&c).expect("insert");
     }
@@ -686,31 +700,85 @@ fn history_answers_the_fleet_questions() {
     let db_s = db.to_str().unwrap();
 
     // Which clusters crash most, and why.
-    let v = json(&["history", "--db", db_s, "--group-by", "cluster", "-f", "json"], None);
+    let v = json(
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--group-by",
+            "cluster",
+            "-f",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(v["group_by"], "cluster");
     let g = v["groups"].as_array().expect("groups");
-    assert_eq!((g[0]["key"].as_str(), g[0]["captures"].as_u64()), (Some("prod-eu"), Some(3)));
-    assert_eq!(g[0]["causes"][0], serde_json::json!({"cause": "oom-killed", "captures": 2}));
-    assert_eq!((g[1]["key"].as_str(), g[1]["captures"].as_u64()), (Some("prod-us"), Some(2)));
+    assert_eq!(
+        (g[0]["key"].as_str(), g[0]["captures"].as_u64()),
+        (Some("prod-eu"), Some(3))
+    );
+    assert_eq!(
+        g[0]["causes"][0],
+        serde_json::json!({"cause": "oom-killed", "captures": 2})
+    );
+    assert_eq!(
+        (g[1]["key"].as_str(), g[1]["captures"].as_u64()),
+        (Some("prod-us"), Some(2))
+    );
 
     // One cluster's records carry its name.
-    let v = json(&["history", "--db", db_s, "--cluster", "prod-us", "-f", "json"], None);
+    let v = json(
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--cluster",
+            "prod-us",
+            "-f",
+            "json",
+        ],
+        None,
+    );
     let rows = v.as_array().expect("records");
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r["cluster"] == "prod-us"), "{v}");
 
     // The workload side by side: the whole text output.
     let out = crashdoc(
-        &["history", "deploy/web", "-n", "shop", "--db", db_s, "--compare-clusters"],
+        &[
+            "history",
+            "deploy/web",
+            "-n",
+            "shop",
+            "--db",
+            db_s,
+            "--compare-clusters",
+        ],
         None,
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
-    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     assert_eq!(
         lines,
         vec![
-            vec!["deploy/web:", "captures", "by", "cause", "in", "each", "cluster"],
+            vec![
+                "deploy/web:",
+                "captures",
+                "by",
+                "cause",
+                "in",
+                "each",
+                "cluster"
+            ],
             vec!["CAUSE", "prod-eu", "prod-us"],
             vec!["oom-killed", "2", "1"],
             vec!["app-crash", "1", "."],
@@ -722,14 +790,28 @@ fn history_answers_the_fleet_questions() {
     // New since 10:05: oom-killed is new in both clusters, bad-config in
     // prod-us; app-crash (10:00) is old.
     let v = json(
-        &["history", "--db", db_s, "--new-causes", "--since", "2026-11-29T10:05:00Z", "-f", "json"],
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--new-causes",
+            "--since",
+            "2026-11-29T10:05:00Z",
+            "-f",
+            "json",
+        ],
         None,
     );
     let new: Vec<(String, String)> = v
         .as_array()
         .expect("rows")
         .iter()
-        .map(|r| (r["cluster"].as_str().unwrap().to_string(), r["cause"].as_str().unwrap().to_string()))
+        .map(|r| {
+            (
+                r["cluster"].as_str().unwrap().to_string(),
+                r["cause"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     assert_eq!(
         new,
@@ -741,12 +823,33 @@ fn history_answers_the_fleet_questions() {
     );
     // Since revision bbb's first capture (10:10): the same three.
     let v = json(
-        &["history", "--db", db_s, "--new-causes", "--revision", "bbb", "-f", "json"],
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--new-causes",
+            "--revision",
+            "bbb",
+            "-f",
+            "json",
+        ],
         None,
     );
     assert_eq!(v.as_array().map(Vec::len), Some(3), "{v}");
     // Since the first revision (aaa, 10:00) every triple is new: four.
-    let v = json(&["history", "--db", db_s, "--new-causes", "--revision", "aaa", "-f", "json"], None);
+    let v = json(
+        &[
+            "history",
+            "--db",
+            db_s,
+            "--new-causes",
+            "--revision",
+            "aaa",
+            "-f",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(v.as_array().map(Vec::len), Some(4), "{v}");
 
     // --new-causes without a start is refused with the reason.

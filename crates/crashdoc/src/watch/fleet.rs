@@ -9,7 +9,11 @@ use std::io::Write;
 
 /// `-` for an empty value (a capture without a cluster, cause or node).
 pub fn or_dash(s: &str) -> String {
-    if s.is_empty() { "-".into() } else { s.to_string() }
+    if s.is_empty() {
+        "-".into()
+    } else {
+        s.to_string()
+    }
 }
 
 fn when(t: jiff::Timestamp) -> String {
@@ -104,7 +108,10 @@ pub fn print_new_causes(
         anyhow::bail!("history prints text or json");
     }
     if rows.is_empty() {
-        writeln!(out, "no new causes: every cause in that window was seen before it")?;
+        writeln!(
+            out,
+            "no new causes: every cause in that window was seen before it"
+        )?;
         return Ok(());
     }
     let mut t = table();
@@ -144,7 +151,10 @@ pub fn print_side_by_side(
     for g in per_cluster {
         for (c, n) in &g.causes {
             causes.insert(c.as_str());
-            cells.entry(c.as_str()).or_default().insert(g.key.as_str(), *n);
+            cells
+                .entry(c.as_str())
+                .or_default()
+                .insert(g.key.as_str(), *n);
         }
     }
     if format == crate::Format::Json {
@@ -174,9 +184,17 @@ pub fn print_side_by_side(
         .collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     for (cause, _) in rows {
-        let mut row = vec![if cause.is_empty() { "unknown".to_string() } else { cause.to_string() }];
+        let mut row = vec![if cause.is_empty() {
+            "unknown".to_string()
+        } else {
+            cause.to_string()
+        }];
         for c in &clusters {
-            let n = cells.get(cause).and_then(|m| m.get(c)).copied().unwrap_or(0);
+            let n = cells
+                .get(cause)
+                .and_then(|m| m.get(c))
+                .copied()
+                .unwrap_or(0);
             row.push(if n == 0 { ".".into() } else { n.to_string() });
         }
         t.add_row(row);
@@ -210,26 +228,51 @@ mod tests {
 
     #[test]
     fn side_by_side_puts_each_cluster_in_its_column() {
-        let per = [g("west", &[("oom-killed", 4)]), g("east", &[("oom-killed", 1), ("bad-config", 2)])];
+        let per = [
+            g("west", &[("oom-killed", 4)]),
+            g("east", &[("oom-killed", 1), ("bad-config", 2)]),
+        ];
         let s = text(|o| print_side_by_side(o, "deploy/web", &per, crate::Format::Text));
         let lines: Vec<&str> = s.lines().collect();
-        assert!(lines[1].split_whitespace().eq(["CAUSE", "east", "west"]), "{s}");
+        assert!(
+            lines[1].split_whitespace().eq(["CAUSE", "east", "west"]),
+            "{s}"
+        );
         // oom-killed (5 in all) before bad-config (2); a cause a cluster
         // never had is a dot, not a zero to misread.
-        assert!(lines[2].split_whitespace().eq(["oom-killed", "1", "4"]), "{s}");
-        assert!(lines[3].split_whitespace().eq(["bad-config", "2", "."]), "{s}");
-        let j: serde_json::Value =
-            serde_json::from_str(&text(|o| print_side_by_side(o, "deploy/web", &per, crate::Format::Json))).unwrap();
+        assert!(
+            lines[2].split_whitespace().eq(["oom-killed", "1", "4"]),
+            "{s}"
+        );
+        assert!(
+            lines[3].split_whitespace().eq(["bad-config", "2", "."]),
+            "{s}"
+        );
+        let j: serde_json::Value = serde_json::from_str(&text(|o| {
+            print_side_by_side(o, "deploy/web", &per, crate::Format::Json)
+        }))
+        .unwrap();
         assert_eq!(j["causes"]["oom-killed"]["west"], 4);
         assert!(j["causes"]["bad-config"].get("west").is_none());
     }
 
     #[test]
     fn groups_list_their_top_causes() {
-        let groups = [g("prod-eu", &[("oom-killed", 9), ("bad-config", 3), ("probe-failure", 2), ("image-pull", 1)])];
+        let groups = [g(
+            "prod-eu",
+            &[
+                ("oom-killed", 9),
+                ("bad-config", 3),
+                ("probe-failure", 2),
+                ("image-pull", 1),
+            ],
+        )];
         let s = text(|o| print_groups(o, GroupBy::Cluster, &groups, crate::Format::Text, "db"));
         assert!(s.starts_with(" CLUSTER") || s.starts_with("CLUSTER"), "{s}");
-        assert!(s.contains("oom-killed 9, bad-config 3, probe-failure 2, +1 more"), "{s}");
+        assert!(
+            s.contains("oom-killed 9, bad-config 3, probe-failure 2, +1 more"),
+            "{s}"
+        );
         let empty = text(|o| print_groups(o, GroupBy::Node, &[], crate::Format::Text, "db"));
         assert_eq!(empty.trim(), "no captures in db");
     }

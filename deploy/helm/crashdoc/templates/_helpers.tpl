@@ -144,3 +144,42 @@ the collector reads. Shared by the ClusterRole (all namespaces) and the Role
   resources: ["nodes"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+
+{{/*
+The PostgreSQL history (history.database.url set): the URL crashdoc gets
+(--db and env CRASHDOC_DB), with sslrootcert pointing at the mounted CA when
+caSecret is set and the URL names none. "" without a database. Refuses a URL
+without passwordSecret.name (the schema already refuses one with a password).
+*/}}
+{{- define "crashdoc.dbUrl" -}}
+{{- with .Values.history.database }}
+{{- if .url }}
+{{- if not .passwordSecret.name }}
+{{- fail "history.database.url is set but history.database.passwordSecret.name is empty: name the existing Secret holding the database password (mounted as a file, passed with --db-password-file)." }}
+{{- end }}
+{{- if and .caSecret.name (not (contains "sslrootcert=" .url)) }}
+{{- printf "%s%ssslrootcert=/etc/crashdoc/db-ca/ca.crt" .url (ternary "&" "?" (contains "?" .url)) }}
+{{- else }}
+{{- .url }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+"true" when crashdoc must read the kube-system namespace's UID to name this
+cluster in a shared history (a database and no clusterName), "" otherwise.
+*/}}
+{{- define "crashdoc.needsClusterId" -}}
+{{- if and .Values.history.database.url (not .Values.history.database.clusterName) }}true{{ end }}
+{{- end }}
+
+{{- define "crashdoc.clusterIdRules" -}}
+# A shared history database names each cluster; without
+# history.database.clusterName crashdoc uses the kube-system namespace's UID
+# (stable for the cluster's life). get on that one namespace only.
+- apiGroups: [""]
+  resources: ["namespaces"]
+  resourceNames: ["kube-system"]
+  verbs: ["get"]
+{{- end }}
