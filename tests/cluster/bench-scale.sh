@@ -254,6 +254,6 @@ for pods in "${SIZES[@]}"; do
   bench_watch "$pods"
 done
 if [[ "${FLEET_KEEP:-0}" != 1 ]]; then
-  for k in $(seq 0 $((NSS - 1))); do echo "$(ns_name "$k")"; done | xargs kubectl delete namespace --wait=false > /dev/null 2>&1
+  for k in $(seq 0 $((NSS - 1))); do ns_name "$k"; echo; done | xargs kubectl delete namespace --wait=false > /dev/null 2>&1
   kubectl delete nodes -l crashdoc.test/fleet=true --wait=false > /dev/null 2>&1
 fi
