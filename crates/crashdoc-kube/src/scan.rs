@@ -153,7 +153,7 @@ pub async fn scan(
             by_uid.get(uid).is_some_and(|evs| warned(evs))
         }));
     }
-    let collector = Collector::new(client, namespace.to_string(), options);
+    let collector = Collector::new(client, namespace.to_string(), options).sharing_across_pods();
     let collector = &collector;
     let by_uid = &by_uid;
     let n = unhealthy_pods.len();
