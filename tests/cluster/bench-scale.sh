@@ -24,7 +24,9 @@
 #   written by tests/cluster/tools/crashloop-storm into one namespace's
 #   healthy pods (captured as usual), then 15 s more.
 #
-# FLEET_KEEP=1 leaves the fleet in place at the end (default: deleted).
+# CRASHDOC_COMPARE="NAME=BINARY ..." also measures other builds' scan in the same
+# runs (e.g. the build before a change). FLEET_KEEP=1 leaves the fleet in place at
+# the end (default: deleted). SKIP_WATCH=1 measures scan only.
 # Everything it writes is in target/cluster/bench-scale/.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -167,23 +169,33 @@ grow() { # grow PODS: apply the fleet for PODS pods and wait until it settles
 
 # ------------------------------------------------------------------ scan
 bench_scan() {
-  local pods=$1 d="$OUT/$1"
-  : > "$d/scan.times"; : > "$d/kubectl.times"
+  local pods=$1 d="$OUT/$1" label bin
+  local -a labels=(crashdoc) bins=("$CRASHDOC")
+  # CRASHDOC_COMPARE="NAME=BINARY ...": other builds measured in the same runs
+  for x in ${CRASHDOC_COMPARE:-}; do labels+=("${x%%=*}"); bins+=("${x#*=}"); done
+  : > "$d/kubectl.times"
+  for label in "${labels[@]}"; do : > "$d/scan-$label.times"; done
   for _ in $(seq "$RUNS"); do
-    /usr/bin/time -f "%e %M" -o "$d/scan.time" "$CRASHDOC" -v scan -A --kubeconfig "$RO" --format json > "$d/scan.json" 2> "$d/scan.stderr"
-    cat "$d/scan.time" >> "$d/scan.times"
+    for i in "${!labels[@]}"; do
+      label=${labels[$i]} bin=${bins[$i]}
+      /usr/bin/time -f "%e %M" -o "$d/scan.time" "$bin" -v scan -A --kubeconfig "$RO" --format json > "$d/scan-$label.json" 2> "$d/scan-$label.stderr"
+      cat "$d/scan.time" >> "$d/scan-$label.times"
+    done
     /usr/bin/time -f "%e %M" -o "$d/kubectl.time" kubectl --kubeconfig "$RO" get pods -A -o json > "$d/kubectl.json"
     cat "$d/kubectl.time" >> "$d/kubectl.times"
   done
-  local sw sm kw km listed
-  sw=$(awk '{print $1}' "$d/scan.times" | median); sm=$(awk '{print int($2 / 1024)}' "$d/scan.times" | median)
+  local kw km listed
   kw=$(awk '{print $1}' "$d/kubectl.times" | median); km=$(awk '{print int($2 / 1024)}' "$d/kubectl.times" | median)
   listed=$(jq '.items | length' "$d/kubectl.json")
   say "scan -A ($RUNS runs each, alternated, median; load $(load)):"
-  echo "  crashdoc scan -A: ${sw} s, peak RSS ${sm} MiB (runs: $(awk '{printf "%s s/%d MiB ", $1, $2 / 1024}' "$d/scan.times"))"
-  echo "  $(grep -o 'scanned [0-9]* pods, [0-9]* unhealthy, in [0-9]* ms' "$d/scan.stderr" | tail -n1); causes: $(jq -r '[.groups[] | "\(.cause) \(.count)"] | join(", ")' "$d/scan.json")"
   echo "  kubectl get pods -A -o json: ${kw} s, peak RSS ${km} MiB, $listed pods, $(( $(stat -c %s "$d/kubectl.json") / 1048576 )) MiB of JSON (runs: $(awk '{printf "%s s/%d MiB ", $1, $2 / 1024}' "$d/kubectl.times"))"
-  awk -v a="$sw" -v b="$kw" -v c="$sm" -v e="$km" 'BEGIN {printf "  ratio scan/kubectl: time %.2f (target <= 0.5), memory %.2f\n", a / b, c / e}'
+  for label in "${labels[@]}"; do
+    local sw sm
+    sw=$(awk '{print $1}' "$d/scan-$label.times" | median); sm=$(awk '{print int($2 / 1024)}' "$d/scan-$label.times" | median)
+    echo "  $label scan -A: ${sw} s, peak RSS ${sm} MiB (runs: $(awk '{printf "%s s/%d MiB ", $1, $2 / 1024}' "$d/scan-$label.times"))"
+    echo "    $(grep -o 'scanned [0-9]* pods, .*' "$d/scan-$label.stderr" | tail -n1); causes: $(jq -r '[.groups[] | "\(.cause) \(.count)"] | join(", ")' "$d/scan-$label.json" 2>/dev/null)"
+    awk -v a="$sw" -v b="$kw" -v c="$sm" -v e="$km" 'BEGIN {printf "    ratio scan/kubectl: time %.2f (target <= 0.5), memory %.2f\n", a / b, c / e}'
+  done
   rm -f "$d/kubectl.json"
 }
 
@@ -251,7 +263,7 @@ for pods in "${SIZES[@]}"; do
   say "== $pods pods over $NODES kwok nodes, $FAILING failing across $NSS namespaces"
   grow "$pods" || { say "stops at $pods pods: the fleet did not settle"; break; }
   bench_scan "$pods"
-  bench_watch "$pods"
+  [[ "${SKIP_WATCH:-0}" == 1 ]] || bench_watch "$pods"
 done
 if [[ "${FLEET_KEEP:-0}" != 1 ]]; then
   for k in $(seq 0 $((NSS - 1))); do ns_name "$k"; echo; done | xargs kubectl delete namespace --wait=false > /dev/null 2>&1
