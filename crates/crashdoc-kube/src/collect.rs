@@ -152,6 +152,13 @@ impl Collector {
         }
     }
 
+    /// A collector for many pods at one instant (a scan): reads that name
+    /// the same object for many pods are made once ([`Shared::across_pods`]).
+    pub fn sharing_across_pods(mut self) -> Self {
+        self.shared = Shared::across_pods();
+        self
+    }
+
     fn api<K>(&self) -> Api<K>
     where
         K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,

@@ -9,7 +9,11 @@ use crashdoc_core::ingest::bundle::PodFiles;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams};
-use std::collections::HashMap;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::value::RawValue;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 /// Resolve a target and collect its failing pods (or the pod itself, failing or not).
 pub async fn collect_target(
@@ -42,6 +46,8 @@ pub struct Scanned {
     pub total: usize,
     /// Set when events could not be listed (the pods were collected without them).
     pub events_note: Option<String>,
+    /// How long each phase took, in order (`-v`).
+    pub phases: Vec<(&'static str, Duration)>,
 }
 
 /// Collect every unhealthy pod of `namespace` (every namespace with `all`).
@@ -65,7 +71,10 @@ pub async fn scan(
     } else {
         Api::namespaced(client.clone(), namespace)
     };
-    // Pages of 500: memory holds only the unhealthy pods.
+    let started = Instant::now();
+    // Pages of 500, each decoded only as far as `unhealthy` reads (a
+    // [`SlimPod`]); only the unhealthy pods are decoded whole and kept.
+    let pods_url = pods_api.resource_url().to_string();
     let mut unhealthy_pods: Vec<Pod> = Vec::new();
     // Pending for under two minutes, still being set up: listed only if a
     // Warning event says why (a FailedMount), once the events are read.
@@ -77,11 +86,17 @@ pub async fn scan(
         if let Some(t) = &token {
             lp = lp.continue_token(t);
         }
-        let page = crate::retry::read(3, || pods_api.list(&lp))
+        let text = crate::retry::read(3, || list_page(&client, &pods_url, &lp))
             .await
             .map_err(|e| forbidden(e, "list", "pods", namespace))?;
+        let page: Page = serde_json::from_str(&text).map_err(decode)?;
         total += page.items.len();
-        for p in page.items.into_iter().filter(unhealthy) {
+        for raw in page.items {
+            let slim: SlimPod = serde_json::from_str(raw.get()).map_err(decode)?;
+            if !slim.unhealthy() {
+                continue;
+            }
+            let p: Pod = serde_json::from_str(raw.get()).map_err(decode)?;
             if just_created_pending(&p) {
                 young.push(p);
             } else {
@@ -93,24 +108,30 @@ pub async fn scan(
             break;
         }
     }
-    // Events once for the whole namespace, grouped by the pod's uid.
+    let listed = started.elapsed();
+    // Events once for the whole namespace, grouped by the pod's uid; only
+    // the events of the pods listed above are decoded and kept.
+    let wanted: HashSet<String> = unhealthy_pods
+        .iter()
+        .chain(&young)
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    let events_url = events_api.resource_url().to_string();
     let mut by_uid: HashMap<String, Vec<Event>> = HashMap::new();
     let mut events_note = None;
     let mut token: Option<String> = None;
-    if !unhealthy_pods.is_empty() || !young.is_empty() {
+    if !wanted.is_empty() {
         loop {
             let mut lp = ListParams::default().limit(500);
             if let Some(t) = &token {
                 lp = lp.continue_token(t);
             }
-            match crate::retry::read(3, || events_api.list(&lp)).await {
-                Ok(page) => {
-                    for e in page.items {
-                        if let Some(uid) = e.involved_object.uid.clone() {
-                            by_uid.entry(uid).or_default().push(e);
-                        }
-                    }
-                    token = page.metadata.continue_.filter(|t| !t.is_empty());
+            let page = crate::retry::read(3, || list_page(&client, &events_url, &lp))
+                .await
+                .and_then(|text| events_page(&text, &wanted, &mut by_uid));
+            match page {
+                Ok(next) => {
+                    token = next;
                     if token.is_none() {
                         break;
                     }
@@ -124,6 +145,7 @@ pub async fn scan(
             }
         }
     }
+    let events_read = started.elapsed() - listed;
     let events_ok = events_note.is_none();
     if events_ok {
         unhealthy_pods.extend(young.into_iter().filter(|p| {
@@ -131,7 +153,7 @@ pub async fn scan(
             by_uid.get(uid).is_some_and(|evs| warned(evs))
         }));
     }
-    let collector = Collector::new(client, namespace.to_string(), options);
+    let collector = Collector::new(client, namespace.to_string(), options).sharing_across_pods();
     let collector = &collector;
     let by_uid = &by_uid;
     let n = unhealthy_pods.len();
@@ -155,7 +177,158 @@ pub async fn scan(
         pods,
         total,
         events_note,
+        phases: vec![
+            ("list pods", listed),
+            ("list events", events_read),
+            ("collect", started.elapsed() - listed - events_read),
+        ],
     })
+}
+
+/// One page of a list, its items left undecoded.
+#[derive(Deserialize)]
+struct Page<'a> {
+    #[serde(default)]
+    metadata: PageMeta,
+    #[serde(borrow, default)]
+    items: Vec<&'a RawValue>,
+}
+
+#[derive(Deserialize, Default)]
+struct PageMeta {
+    #[serde(rename = "continue")]
+    continue_: Option<String>,
+}
+
+/// One page of a list, as `Api::list` asks for it, its body undecoded.
+async fn list_page(
+    client: &kube::Client,
+    url: &str,
+    lp: &ListParams,
+) -> Result<String, kube::Error> {
+    let mut req = kube::core::Request::new(url)
+        .list(lp)
+        .map_err(kube::Error::BuildRequest)?;
+    req.extensions_mut().insert("list");
+    client.request_text(req).await
+}
+
+fn decode(e: serde_json::Error) -> KubeError {
+    KubeError::Api(kube::Error::SerdeError(e))
+}
+
+/// The events of a page whose pod is `wanted`, into `by_uid`; the page's
+/// continue token.
+fn events_page(
+    text: &str,
+    wanted: &HashSet<String>,
+    by_uid: &mut HashMap<String, Vec<Event>>,
+) -> Result<Option<String>, kube::Error> {
+    let page: Page = serde_json::from_str(text).map_err(kube::Error::SerdeError)?;
+    for raw in page.items {
+        let slim: SlimEvent = serde_json::from_str(raw.get()).map_err(kube::Error::SerdeError)?;
+        let Some(uid) = slim.involved_object.uid.filter(|u| wanted.contains(u)) else {
+            continue;
+        };
+        let e: Event = serde_json::from_str(raw.get()).map_err(kube::Error::SerdeError)?;
+        by_uid.entry(uid).or_default().push(e);
+    }
+    Ok(page.metadata.continue_.filter(|t| !t.is_empty()))
+}
+
+/// What a scan reads of an event before decoding it whole.
+#[derive(Deserialize)]
+struct SlimEvent {
+    #[serde(rename = "involvedObject", default)]
+    involved_object: SlimRef,
+}
+
+#[derive(Deserialize, Default)]
+struct SlimRef {
+    uid: Option<String>,
+}
+
+/// What [`unhealthy`] reads of a pod, and nothing else: a list page's
+/// healthy pods (nearly all of a large cluster's) are never decoded whole.
+/// [`SlimPod::unhealthy`] is `unhealthy` on these fields; the tests hold
+/// the two to the same answers.
+#[derive(Deserialize)]
+struct SlimPod {
+    spec: Option<SlimSpec>,
+    status: Option<SlimStatus>,
+}
+
+#[derive(Deserialize)]
+struct SlimSpec {
+    #[serde(default)]
+    containers: Vec<SlimName>,
+}
+
+#[derive(Deserialize)]
+struct SlimName {
+    name: String,
+}
+
+#[derive(Deserialize)]
+struct SlimStatus {
+    phase: Option<String>,
+    #[serde(rename = "containerStatuses")]
+    container_statuses: Option<Vec<SlimContainer>>,
+    #[serde(rename = "initContainerStatuses")]
+    init_container_statuses: Option<Vec<SlimContainer>>,
+}
+
+#[derive(Deserialize)]
+struct SlimContainer {
+    name: String,
+    #[serde(rename = "restartCount", default)]
+    restart_count: i32,
+    #[serde(default)]
+    ready: bool,
+    state: Option<SlimState>,
+}
+
+#[derive(Deserialize)]
+struct SlimState {
+    running: Option<IgnoredAny>,
+    waiting: Option<IgnoredAny>,
+    terminated: Option<SlimTerminated>,
+}
+
+#[derive(Deserialize)]
+struct SlimTerminated {
+    #[serde(rename = "exitCode", default)]
+    exit_code: i32,
+}
+
+impl SlimPod {
+    /// [`unhealthy`], read from these fields.
+    fn unhealthy(&self) -> bool {
+        let Some(st) = &self.status else { return true };
+        match st.phase.as_deref() {
+            Some("Succeeded") => return false,
+            Some("Failed") | Some("Pending") => return true,
+            _ => {}
+        }
+        let mut statuses = st
+            .container_statuses
+            .iter()
+            .flatten()
+            .chain(st.init_container_statuses.iter().flatten());
+        statuses.any(|c| {
+            c.restart_count > 0
+                || c.state.as_ref().is_some_and(|s| {
+                    s.waiting.is_some() || s.terminated.as_ref().is_some_and(|t| t.exit_code != 0)
+                })
+                || (!c.ready
+                    && st.phase.as_deref() == Some("Running")
+                    && c.state.as_ref().is_some_and(|s| s.running.is_some())
+                    && self
+                        .spec
+                        .as_ref()
+                        .is_some_and(|s| s.containers.iter().any(|x| x.name == c.name)))
+        })
+    }
 }
 
 /// Whether a pod's events hold a Warning: for a pod still being set up
@@ -269,4 +442,191 @@ pub fn json(
     v["groups"] = serde_json::to_value(groups(report))?;
     v["scanned"] = serde_json::json!(total);
     Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn cs(name: &str, restarts: i32, ready: bool, state: Value) -> Value {
+        json!({"name": name, "image": "app:1", "imageID": "", "ready": ready,
+            "restartCount": restarts, "state": state})
+    }
+
+    fn pod(phase: Option<&str>, statuses: Vec<Value>, init: Vec<Value>) -> Value {
+        let mut status = json!({"containerStatuses": statuses, "initContainerStatuses": init});
+        if let Some(p) = phase {
+            status["phase"] = json!(p);
+        }
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-1", "namespace": "shop", "uid": "u1",
+                "labels": {"app": "web"}, "annotations": {"a": "b"},
+                "managedFields": [{"manager": "kubelet", "operation": "Update",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}}}]},
+            "spec": {"containers": [{"name": "app", "image": "app:1"}],
+                "initContainers": [{"name": "init", "image": "init:1"}]},
+            "status": status})
+    }
+
+    /// The slim answer for a pod as a list page carries it, and the whole
+    /// pod's.
+    fn both(v: &Value) -> (bool, bool) {
+        let text = v.to_string();
+        let slim: SlimPod = serde_json::from_str(&text).unwrap();
+        let full: Pod = serde_json::from_str(&text).unwrap();
+        (slim.unhealthy(), unhealthy(&full))
+    }
+
+    #[test]
+    fn the_slim_decoding_finds_every_unhealthy_pod_unhealthy() {
+        let running = json!({"running": {"startedAt": "2026-12-01T10:00:00Z"}});
+        let cases = [
+            // crash-looping: a restart, waiting in the back-off
+            pod(
+                Some("Running"),
+                vec![cs(
+                    "app",
+                    3,
+                    false,
+                    json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}}),
+                )],
+                vec![],
+            ),
+            // never started: waiting with no restart
+            pod(
+                Some("Running"),
+                vec![cs(
+                    "app",
+                    0,
+                    false,
+                    json!({"waiting": {"reason": "ImagePullBackOff"}}),
+                )],
+                vec![],
+            ),
+            // terminated with an error
+            pod(
+                Some("Running"),
+                vec![cs(
+                    "app",
+                    0,
+                    false,
+                    json!({"terminated": {"exitCode": 137, "reason": "OOMKilled"}}),
+                )],
+                vec![],
+            ),
+            // running, restarted once, ready again
+            pod(
+                Some("Running"),
+                vec![cs("app", 1, true, running.clone())],
+                vec![],
+            ),
+            // running but not ready (a failing readiness probe)
+            pod(
+                Some("Running"),
+                vec![cs("app", 0, false, running.clone())],
+                vec![],
+            ),
+            // an init container that restarted
+            pod(
+                Some("Running"),
+                vec![cs("app", 0, true, running.clone())],
+                vec![cs("init", 2, false, json!({"terminated": {"exitCode": 0}}))],
+            ),
+            pod(Some("Pending"), vec![], vec![]),
+            pod(Some("Failed"), vec![], vec![]),
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            assert_eq!(both(c), (true, true), "case {i}: {c}");
+        }
+        // No status at all: unhealthy, as `unhealthy` says.
+        let mut bare = pod(None, vec![], vec![]);
+        bare.as_object_mut().unwrap().remove("status");
+        assert_eq!(both(&bare), (true, true));
+    }
+
+    #[test]
+    fn the_slim_decoding_leaves_healthy_pods_out_near_misses_included() {
+        let running = json!({"running": {"startedAt": "2026-12-01T10:00:00Z"}});
+        let cases = [
+            pod(
+                Some("Running"),
+                vec![cs("app", 0, true, running.clone())],
+                vec![],
+            ),
+            // an init container that finished its work
+            pod(
+                Some("Running"),
+                vec![cs("app", 0, true, running.clone())],
+                vec![cs(
+                    "init",
+                    0,
+                    false,
+                    json!({"terminated": {"exitCode": 0, "reason": "Completed"}}),
+                )],
+            ),
+            // terminated with exit 0 in a Running pod: not an error
+            pod(
+                Some("Running"),
+                vec![cs(
+                    "app",
+                    0,
+                    false,
+                    json!({"terminated": {"exitCode": 0, "reason": "Completed"}}),
+                )],
+                vec![],
+            ),
+            // not ready and running, but no main container of that name
+            // (the init container's status): not a readiness failure
+            pod(
+                Some("Running"),
+                vec![cs("app", 0, true, running.clone())],
+                vec![cs("init", 0, false, running.clone())],
+            ),
+            // a finished pod, whatever its containers say
+            pod(
+                Some("Succeeded"),
+                vec![cs("app", 4, false, json!({"terminated": {"exitCode": 1}}))],
+                vec![],
+            ),
+            // not ready while the phase is not Running yet
+            pod(
+                Some("Unknown"),
+                vec![cs("app", 0, false, running.clone())],
+                vec![],
+            ),
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            assert_eq!(both(c), (false, false), "case {i}: {c}");
+        }
+    }
+
+    #[test]
+    fn a_page_keeps_only_the_wanted_pods_events() {
+        let ev = |uid: Option<&str>, reason: &str| {
+            json!({"apiVersion": "v1", "kind": "Event",
+                "metadata": {"name": format!("x.{reason}"), "namespace": "shop"},
+                "involvedObject": {"kind": "Pod", "name": "web-1", "uid": uid},
+                "reason": reason, "type": "Warning", "message": "m"})
+        };
+        let page = json!({"apiVersion": "v1", "kind": "EventList",
+            "metadata": {"continue": "next"},
+            "items": [ev(Some("u1"), "BackOff"), ev(Some("u2"), "Failed"),
+                ev(None, "NoUid"), ev(Some("u1"), "Pulled")]});
+        let wanted: HashSet<String> = ["u1".to_string()].into();
+        let mut by_uid = HashMap::new();
+        let next = events_page(&page.to_string(), &wanted, &mut by_uid).unwrap();
+        assert_eq!(next.as_deref(), Some("next"));
+        assert_eq!(by_uid.len(), 1, "{by_uid:?}");
+        let reasons: Vec<_> = by_uid["u1"].iter().map(|e| e.reason.as_deref()).collect();
+        assert_eq!(reasons, [Some("BackOff"), Some("Pulled")]);
+        // The last page: no token; an empty one is none either.
+        let last = json!({"metadata": {"continue": ""}, "items": []});
+        assert_eq!(
+            events_page(&last.to_string(), &wanted, &mut by_uid).unwrap(),
+            None
+        );
+        // Near miss: a page that is not JSON is an error, not an empty page.
+        assert!(events_page("<html>", &wanted, &mut by_uid).is_err());
+    }
 }

@@ -688,6 +688,83 @@ async fn scan_follows_continue_tokens() {
     assert_eq!(m.calls(SVC), 0);
 }
 
+/// A scan of two crash-looping pods of one ReplicaSet: their owner chain
+/// and ServiceAccount are read once for both, metrics.k8s.io is asked until
+/// it is known not to be served; both bundles hold the same files as each
+/// pod's own collection would. Near miss: `diagnose` of the Deployment
+/// still reads per pod (a_deployment_with_three_replica_sets).
+#[tokio::test]
+async fn a_scan_reads_an_owner_chain_and_a_service_account_once_for_all_pods() {
+    let m = cluster();
+    const METRICS2: &str = "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-2";
+    m.on(
+        PODS,
+        vec![ok(json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+            "items": [pod_json("web-1", "uid-1"), pod_json("web-2", "uid-2")]}))],
+    )
+    .on(
+        "/api/v1/namespaces/shop/pods/web-2",
+        vec![ok(pod_json("web-2", "uid-2"))],
+    )
+    .on(
+        "/api/v1/namespaces/shop/pods/web-2/log",
+        vec![Reply::Text(200, "boom\n".into())],
+    )
+    .on(METRICS, vec![Reply::Text(404, "404 page not found".into())])
+    .on(METRICS2, vec![Reply::Text(404, "404 page not found".into())]);
+    // One pod at a time: the second starts once the first knows metrics.k8s.io is absent.
+    let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 1, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(s.pods.len(), 2);
+    for path in [RS, DEPLOY, SA] {
+        assert_eq!(m.calls(path), 1, "{path}");
+    }
+    assert_eq!(m.calls(METRICS) + m.calls(METRICS2), 1);
+    for p in &s.pods {
+        assert!(file(p, "replicaset.json").is_some(), "{}", p.name);
+        assert!(file(p, "deployment.json").is_some(), "{}", p.name);
+        let sa: Vec<_> = references(p)
+            .into_iter()
+            .filter(|r| r.kind == ReferenceKind::ServiceAccount)
+            .collect();
+        assert_eq!(sa.len(), 1, "{}", p.name);
+        assert_eq!((sa[0].name.as_str(), sa[0].exists), ("web", Some(true)));
+        assert!(
+            missing(p)
+                .iter()
+                .any(|x| x.what == "usage" && x.why.contains("does not serve metrics.k8s.io")),
+            "{}: {:?}",
+            p.name,
+            missing(p)
+        );
+    }
+    assert_eq!(
+        file(&s.pods[0], "replicaset.json"),
+        file(&s.pods[1], "replicaset.json")
+    );
+
+    // Near miss: metrics.k8s.io served, each pod's usage is read.
+    let m = cluster();
+    m.on(
+        PODS,
+        vec![ok(json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+            "items": [pod_json("web-1", "uid-1"), pod_json("web-2", "uid-2")]}))],
+    )
+    .on(
+        "/api/v1/namespaces/shop/pods/web-2",
+        vec![ok(pod_json("web-2", "uid-2"))],
+    )
+    .on(METRICS2, vec![status(404, "NotFound")]);
+    let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 1, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(s.pods.len(), 2);
+    assert_eq!((m.calls(METRICS), m.calls(METRICS2)), (1, 1));
+    let web1 = s.pods.iter().find(|p| p.name == "web-1").unwrap();
+    assert!(file(web1, "top-pod.txt").is_some());
+}
+
 #[tokio::test]
 async fn scan_without_events_still_collects() {
     let m = cluster();

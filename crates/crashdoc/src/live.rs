@@ -223,14 +223,21 @@ pub async fn scan(
     if let Some(n) = &scanned.events_note {
         eprintln!("note: {n}");
     }
-    let (files, total) = (scanned.pods, scanned.total);
+    let (files, total, phases) = (scanned.pods, scanned.total, scanned.phases);
+    let diagnosing = Instant::now();
     let ev = bundle::read_memory(&files);
     let report = diagnose::diagnose_all(&ev);
     if verbose {
         eprintln!(
-            "scanned {total} pods, {} unhealthy, in {} ms",
+            "scanned {total} pods, {} unhealthy, in {} ms ({}, diagnose {} ms)",
             report.pods.len(),
-            started.elapsed().as_millis()
+            started.elapsed().as_millis(),
+            phases
+                .iter()
+                .map(|(p, d)| format!("{p} {} ms", d.as_millis()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            diagnosing.elapsed().as_millis()
         );
     }
     match format {

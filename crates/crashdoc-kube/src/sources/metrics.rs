@@ -34,6 +34,15 @@ pub fn top_text(pod: &str, m: &DynamicObject) -> String {
     top
 }
 
+/// The group itself is absent.
+fn not_served() -> Missing {
+    Missing {
+        what: "usage".into(),
+        why: "the cluster does not serve metrics.k8s.io (no metrics-server)".into(),
+        hint: None,
+    }
+}
+
 impl Source for Metrics {
     fn name(&self) -> &'static str {
         "metrics"
@@ -53,6 +62,10 @@ impl Source for Metrics {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(cx.client.clone(), cx.namespace, &ar);
             let mut out = Output::default();
+            if cx.shared.metrics_absent() {
+                out.missing.push(not_served());
+                return out;
+            }
             match cx.get(&api, cx.name).await {
                 Ok(m) => out
                     .files
@@ -61,11 +74,10 @@ impl Source for Metrics {
                 // pod yet (a NotFound Status): nothing to say.
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
                 // The group itself is absent: a bare 404 page, not a Status.
-                Err(e) if not_found(&e) => out.missing.push(Missing {
-                    what: "usage".into(),
-                    why: "the cluster does not serve metrics.k8s.io (no metrics-server)".into(),
-                    hint: None,
-                }),
+                Err(e) if not_found(&e) => {
+                    cx.shared.set_metrics_absent();
+                    out.missing.push(not_served());
+                }
                 Err(e) => out
                     .missing
                     .push(missing("usage (metrics.k8s.io)", &e, "get", &RBAC[0])),

@@ -1,6 +1,7 @@
 //! The owner chain: ReplicaSet -> Deployment, StatefulSet, DaemonSet, Job,
 //! as far as it goes.
 
+use super::shared::{PerObject, workload_key};
 use super::{Ctx, Namespaced, Output, Rule, Source, json, missing};
 use crashdoc_core::ingest::bundle::BundleFile;
 use futures::future::BoxFuture;
@@ -54,7 +55,6 @@ impl Source for OwnerChain {
     }
     fn collect<'a>(&'a self, cx: &'a Ctx<'a>) -> BoxFuture<'a, Output> {
         Box::pin(async move {
-            let mut out = Output::default();
             let Some(o) = cx
                 .pod
                 .metadata
@@ -63,46 +63,54 @@ impl Source for OwnerChain {
                 .flatten()
                 .find(|o| o.controller == Some(true))
             else {
-                return out;
+                return Output::default();
             };
             let (kind, name) = (o.kind.as_str(), o.name.as_str());
-            match kind {
-                "ReplicaSet" => {
-                    let rs: Option<ReplicaSet> =
-                        fetch(cx, &mut out, kind, name, BundleFile::ReplicaSet, &RBAC[0]).await;
-                    if let Some(d) = rs.and_then(|rs| {
-                        rs.metadata
-                            .owner_references
-                            .into_iter()
-                            .flatten()
-                            .find(|o| o.kind == "Deployment")
-                    }) {
-                        let _: Option<Deployment> = fetch(
-                            cx,
-                            &mut out,
-                            "Deployment",
-                            &d.name,
-                            BundleFile::Deployment,
-                            &RBAC[1],
-                        )
-                        .await;
-                    }
-                }
-                "StatefulSet" => {
-                    let _: Option<StatefulSet> =
-                        fetch(cx, &mut out, kind, name, BundleFile::StatefulSet, &RBAC[2]).await;
-                }
-                "DaemonSet" => {
-                    let _: Option<DaemonSet> =
-                        fetch(cx, &mut out, kind, name, BundleFile::DaemonSet, &RBAC[3]).await;
-                }
-                "Job" => {
-                    let _: Option<Job> =
-                        fetch(cx, &mut out, kind, name, BundleFile::Job, &RBAC[4]).await;
-                }
-                _ => {}
-            }
-            out
+            let key = workload_key(cx.namespace, kind, name);
+            cx.shared
+                .per_object(PerObject::Owner, &key, || chain(cx, kind, name))
+                .await
         })
     }
+}
+
+/// The chain from the pod's controller `kind/name` up.
+async fn chain(cx: &Ctx<'_>, kind: &str, name: &str) -> Output {
+    let mut out = Output::default();
+    match kind {
+        "ReplicaSet" => {
+            let rs: Option<ReplicaSet> =
+                fetch(cx, &mut out, kind, name, BundleFile::ReplicaSet, &RBAC[0]).await;
+            if let Some(d) = rs.and_then(|rs| {
+                rs.metadata
+                    .owner_references
+                    .into_iter()
+                    .flatten()
+                    .find(|o| o.kind == "Deployment")
+            }) {
+                let _: Option<Deployment> = fetch(
+                    cx,
+                    &mut out,
+                    "Deployment",
+                    &d.name,
+                    BundleFile::Deployment,
+                    &RBAC[1],
+                )
+                .await;
+            }
+        }
+        "StatefulSet" => {
+            let _: Option<StatefulSet> =
+                fetch(cx, &mut out, kind, name, BundleFile::StatefulSet, &RBAC[2]).await;
+        }
+        "DaemonSet" => {
+            let _: Option<DaemonSet> =
+                fetch(cx, &mut out, kind, name, BundleFile::DaemonSet, &RBAC[3]).await;
+        }
+        "Job" => {
+            let _: Option<Job> = fetch(cx, &mut out, kind, name, BundleFile::Job, &RBAC[4]).await;
+        }
+        _ => {}
+    }
+    out
 }

@@ -1,5 +1,6 @@
 //! The pod's ServiceAccount: whether it exists.
 
+use super::shared::PerObject;
 use super::{Ctx, Output, Rule, Source, missing, not_found};
 use crashdoc_core::ingest::bundle::{Reference, ReferenceKind};
 use futures::future::BoxFuture;
@@ -26,25 +27,33 @@ impl Source for ServiceAccounts {
                 .as_ref()
                 .and_then(|s| s.service_account_name.clone())
                 .unwrap_or_else(|| "default".into());
-            let api: Api<ServiceAccount> = cx.api();
-            let mut out = Output::default();
-            let exists = match cx.get(&api, &sa).await {
-                Ok(_) => true,
-                Err(e) if not_found(&e) => false,
-                Err(e) => {
-                    out.missing
-                        .push(missing("serviceaccount", &e, "get", &RBAC[0]));
-                    return out;
-                }
-            };
-            out.references.push(Reference {
-                kind: ReferenceKind::ServiceAccount,
-                name: sa,
-                exists: Some(exists),
-                keys: BTreeMap::new(),
-                changed: None,
-            });
-            out
+            let key = format!("{}/{sa}", cx.namespace);
+            cx.shared
+                .per_object(PerObject::ServiceAccount, &key, || look_up(cx, sa))
+                .await
         })
     }
+}
+
+/// Whether the ServiceAccount `sa` of the pod's namespace exists.
+async fn look_up(cx: &Ctx<'_>, sa: String) -> Output {
+    let api: Api<ServiceAccount> = cx.api();
+    let mut out = Output::default();
+    let exists = match cx.get(&api, &sa).await {
+        Ok(_) => true,
+        Err(e) if not_found(&e) => false,
+        Err(e) => {
+            out.missing
+                .push(missing("serviceaccount", &e, "get", &RBAC[0]));
+            return out;
+        }
+    };
+    out.references.push(Reference {
+        kind: ReferenceKind::ServiceAccount,
+        name: sa,
+        exists: Some(exists),
+        keys: BTreeMap::new(),
+        changed: None,
+    });
+    out
 }

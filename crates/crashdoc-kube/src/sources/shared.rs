@@ -8,6 +8,7 @@ use futures::lock::Mutex as AsyncMutex;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A node as read once: the object (managedFields stripped) or the error.
@@ -36,6 +37,23 @@ pub struct Shared {
     nodes: Cells<NodeRead>,
     workloads: Cells<Arc<Output>>,
     seeds: Mutex<HashMap<String, Seed>>,
+    /// Whether the per-object reads below are shared (a scan).
+    across_pods: bool,
+    /// Owner chains by the pod's controller (`namespace/Kind/name`).
+    owners: Cells<Arc<Output>>,
+    /// ServiceAccount look-ups by `namespace/name`.
+    service_accounts: Cells<Arc<Output>>,
+    /// A metrics.k8s.io read found the group not served.
+    metrics_absent: AtomicBool,
+}
+
+/// A per-object read [`Shared::per_object`] can share.
+#[derive(Debug, Clone, Copy)]
+pub enum PerObject {
+    /// The owner chain of a pod's controller.
+    Owner,
+    /// Whether a ServiceAccount exists.
+    ServiceAccount,
 }
 
 async fn once<T, F, Fut>(map: &Cells<T>, key: &str, init: F) -> T
@@ -59,6 +77,48 @@ where
 }
 
 impl Shared {
+    /// A collection's sharing that also reads each owner chain and
+    /// ServiceAccount once for all its pods, and stops asking metrics.k8s.io
+    /// once it is known not to be served. For a collection of many pods at
+    /// one instant (a scan); a pod's own collection reads them itself.
+    pub fn across_pods() -> Self {
+        Shared {
+            across_pods: true,
+            ..Shared::default()
+        }
+    }
+
+    /// The output of a per-object read, `read` run the first time `key` is
+    /// asked for when shared across pods, every time otherwise.
+    pub async fn per_object<F, Fut>(&self, kind: PerObject, key: &str, read: F) -> Output
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Output>,
+    {
+        if !self.across_pods {
+            return read().await;
+        }
+        let map = match kind {
+            PerObject::Owner => &self.owners,
+            PerObject::ServiceAccount => &self.service_accounts,
+        };
+        let shared: Arc<Output> = once(map, key, || async { Arc::new(read().await) }).await;
+        Output::clone(&shared)
+    }
+
+    /// Shared across pods: a read found metrics.k8s.io not served.
+    pub fn set_metrics_absent(&self) {
+        if self.across_pods {
+            self.metrics_absent.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether metrics.k8s.io is known not to be served (never, unless
+    /// shared across pods).
+    pub fn metrics_absent(&self) -> bool {
+        self.metrics_absent.load(Ordering::Relaxed)
+    }
+
     /// The node `name`, read by `read` the first time it is asked for.
     pub async fn node<F, Fut>(&self, name: &str, read: F) -> NodeRead
     where
@@ -112,6 +172,35 @@ mod tests {
         // Near miss: another node is another read.
         let _ = shared.node("n2", read).await;
         assert_eq!(reads.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn per_object_reads_are_shared_only_across_pods() {
+        let reads = AtomicU32::new(0);
+        let read = || async {
+            reads.fetch_add(1, Ordering::Relaxed);
+            Output::default()
+        };
+        let shared = Shared::across_pods();
+        let k = workload_key("ns", "ReplicaSet", "web-abc");
+        let _ = futures::join!(
+            shared.per_object(PerObject::Owner, &k, read),
+            shared.per_object(PerObject::Owner, &k, read)
+        );
+        assert_eq!(reads.load(Ordering::Relaxed), 1);
+        // Another kind with the same key, another object: another read.
+        let _ = shared.per_object(PerObject::ServiceAccount, &k, read).await;
+        assert_eq!(reads.load(Ordering::Relaxed), 2);
+        shared.set_metrics_absent();
+        assert!(shared.metrics_absent());
+        // Near miss: a pod's own collection reads each time, and asks
+        // metrics.k8s.io for every pod.
+        let own = Shared::default();
+        let _ = own.per_object(PerObject::Owner, &k, read).await;
+        let _ = own.per_object(PerObject::Owner, &k, read).await;
+        assert_eq!(reads.load(Ordering::Relaxed), 4);
+        own.set_metrics_absent();
+        assert!(!own.metrics_absent());
     }
 
     #[tokio::test]
