@@ -164,13 +164,24 @@ impl crashdoc_core::Hint for HistoryError {
 }
 
 impl HistoryError {
-    /// Classifies a redb error met while using the file at `path`.
     /// Whether the error says the database could not be reached (so that a
     /// [`crate::SpoolingStore`] keeps the capture locally instead).
     pub fn is_unavailable(&self) -> bool {
         matches!(self, HistoryError::Unavailable { .. })
     }
 
+    /// Whether a capture refused with this error is worth keeping for a
+    /// later attempt: the database is unreachable, or it refused the login
+    /// (a password rotated in the Secret but not yet in the watcher is
+    /// fixed by an operator, not by throwing the evidence away).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            HistoryError::Unavailable { .. } | HistoryError::Auth { .. }
+        )
+    }
+
+    /// Classifies a redb error met while using the file at `path`.
     pub(crate) fn from_redb(path: &Path, err: impl Into<redb::Error>) -> HistoryError {
         let path = path.to_path_buf();
         match err.into() {

@@ -5,12 +5,14 @@
 //!
 //! * **Writes.** [`Store::insert_batch_with_keys`] goes to the database.
 //!   When the database cannot be reached (connection refused, timed out, or
-//!   lost: [`HistoryError::Unavailable`]), or was unreachable at the last
-//!   attempt, the captures go into the spool, an embedded redb file
+//!   lost: [`HistoryError::Unavailable`]), refuses the login
+//!   ([`HistoryError::Auth`]: a rotated password waits for an operator, and
+//!   so does the evidence; [`HistoryError::is_retryable`]), or was
+//!   unreachable at the last attempt, the captures go into the spool, an embedded redb file
 //!   ([`crate::RedbStore`]), and are reported as [`Inserted::Spooled`]. A
 //!   capture whose key is already in the spool is not spooled twice (also
-//!   [`Inserted::Spooled`]). Other database errors (a refused login, a
-//!   constraint, a capture too large) are returned as they are: they are not
+//!   [`Inserted::Spooled`]). Other database errors (a constraint, a
+//!   capture too large) are returned as they are: they are not
 //!   fixed by waiting.
 //! * **Limits.** The spool holds at most [`SpoolConfig::max_captures`]
 //!   captures and [`SpoolConfig::max_bytes`] stored bytes. A capture that
@@ -266,7 +268,7 @@ impl Shared {
                 // Probe, so that the writers go to the database again.
                 match self.db.checkpoint() {
                     Ok(_) => self.set_down(false),
-                    Err(e) if e.is_unavailable() => {}
+                    Err(e) if e.is_retryable() => {}
                     Err(_) => self.set_down(false),
                 }
             }
@@ -295,7 +297,7 @@ impl Shared {
                 self.lock().drained += n;
                 Ok(n)
             }
-            Err(e) if e.is_unavailable() => {
+            Err(e) if e.is_retryable() => {
                 self.set_down(true);
                 Err(e)
             }
@@ -309,7 +311,7 @@ impl Shared {
                         Ok(_) => {
                             moved += self.spool.remove(&[r.id])?;
                         }
-                        Err(e) if e.is_unavailable() => {
+                        Err(e) if e.is_retryable() => {
                             self.set_down(true);
                             return Err(e);
                         }
@@ -347,7 +349,7 @@ impl Store for SpoolingStore {
         let sh = &self.shared;
         if !sh.lock().database_down {
             match sh.db.insert_batch_with_keys(cs) {
-                Err(e) if e.is_unavailable() => {
+                Err(e) if e.is_retryable() => {
                     sh.set_down(true);
                     sh.wake.notify_all();
                 }
@@ -375,7 +377,7 @@ impl Store for SpoolingStore {
         let mut keys = sh.spool.seen_keys()?;
         match sh.db.seen_keys() {
             Ok(db) => keys.extend(db),
-            Err(e) if e.is_unavailable() => {
+            Err(e) if e.is_retryable() => {
                 sh.set_down(true);
                 let mut st = sh.lock();
                 st.warnings.push(format!(

@@ -475,3 +475,44 @@ fn a_spool_left_by_a_previous_process_drains_and_dedups() {
     drop(s);
     drop_schema(&pg, &url);
 }
+
+#[test]
+fn a_refused_login_spools_instead_of_losing_the_capture() {
+    let Some(pg) = pg() else { return };
+    let url = fresh_url(&pg.url);
+    let first = crashdoc_history::open(&Location::Postgres(url.clone()), &opts(&pg)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong-password");
+    std::fs::write(&wrong, "Wr0ng-Pa55word-rotated\n").unwrap();
+    let spool = SpoolConfig {
+        path: dir.path().join("spool.redb"),
+        max_captures: 100,
+        max_bytes: 1 << 30,
+    };
+    let with = |password_file: std::path::PathBuf| OpenOptions {
+        cluster: Some("east".into()),
+        spool: Some(spool.clone()),
+        password_file: Some(password_file),
+        ..OpenOptions::default()
+    };
+    {
+        // A password rotated in the database but not yet in the watcher.
+        let s = crashdoc_history::open(&Location::Postgres(url.clone()), &with(wrong)).unwrap();
+        assert_eq!(s.insert(&cap(1)).unwrap(), Inserted::Spooled);
+        let st = s.spool().unwrap();
+        assert_eq!((st.depth, st.dropped), (1, 0));
+        assert!(st.database_down);
+    }
+    // Near miss: with the right password the same spool drains, once.
+    let s = crashdoc_history::open(
+        &Location::Postgres(url.clone()),
+        &with(pg.password_file.clone()),
+    )
+    .unwrap();
+    wait_for("the drain", Duration::from_secs(30), || {
+        s.spool().unwrap().depth == 0
+    });
+    assert_eq!(first.list(&Query::default()).unwrap().len(), 1);
+    drop(s);
+    drop_schema(&pg, &url);
+}
