@@ -147,8 +147,9 @@ failing_settled() {
 }
 grow() { # grow PODS: apply the fleet for PODS pods and wait until it settles
   local pods=$1 t0; t0=$(date +%s)
-  nodes_yaml | kubectl apply --server-side -f - > /dev/null || return 1
-  fleet_yaml "$pods" | kubectl apply --server-side -f - > /dev/null || return 1
+  # --force-conflicts: the node controller co-owns the ttl annotation once a node exists
+  nodes_yaml | kubectl apply --server-side --force-conflicts -f - > /dev/null || return 1
+  fleet_yaml "$pods" | kubectl apply --server-side --force-conflicts -f - > /dev/null || return 1
   local want_healthy=$(( (pods - FAILING) / NSS * NSS )) want_failing=$(( FAILING / NSS * NSS ))
   local h f last=0
   while :; do
