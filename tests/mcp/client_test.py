@@ -38,7 +38,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"analyze", "capture", "diagnose", "explain", "history", "lint", "scan"}
+TOOLS = {"analyze", "capture", "diagnose", "explain", "fleet", "history", "lint", "scan"}
 EXAMPLES = [
     ("vllm-oom", "oom-killed"),
     ("slow-start-liveness", "probe-kill"),
