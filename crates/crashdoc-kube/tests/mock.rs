@@ -699,8 +699,10 @@ async fn a_scan_reads_an_owner_chain_and_a_service_account_once_for_all_pods() {
     const METRICS2: &str = "/apis/metrics.k8s.io/v1beta1/namespaces/shop/pods/web-2";
     m.on(
         PODS,
-        vec![ok(json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
-            "items": [pod_json("web-1", "uid-1"), pod_json("web-2", "uid-2")]}))],
+        vec![ok(
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+            "items": [pod_json("web-1", "uid-1"), pod_json("web-2", "uid-2")]}),
+        )],
     )
     .on(
         "/api/v1/namespaces/shop/pods/web-2",
@@ -711,7 +713,10 @@ async fn a_scan_reads_an_owner_chain_and_a_service_account_once_for_all_pods() {
         vec![Reply::Text(200, "boom\n".into())],
     )
     .on(METRICS, vec![Reply::Text(404, "404 page not found".into())])
-    .on(METRICS2, vec![Reply::Text(404, "404 page not found".into())]);
+    .on(
+        METRICS2,
+        vec![Reply::Text(404, "404 page not found".into())],
+    );
     // One pod at a time: the second starts once the first knows metrics.k8s.io is absent.
     let s = crashdoc_kube::scan::scan(m.client(), NS, false, opts(), 1, &|_| {})
         .await
@@ -748,8 +753,10 @@ async fn a_scan_reads_an_owner_chain_and_a_service_account_once_for_all_pods() {
     let m = cluster();
     m.on(
         PODS,
-        vec![ok(json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
-            "items": [pod_json("web-1", "uid-1"), pod_json("web-2", "uid-2")]}))],
+        vec![ok(
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {},
+            "items": [pod_json("web-1", "uid-1"), pod_json("web-2", "uid-2")]}),
+        )],
     )
     .on(
         "/api/v1/namespaces/shop/pods/web-2",
