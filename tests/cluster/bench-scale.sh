@@ -243,6 +243,11 @@ bench_watch() {
   local cpu_end; cpu_end=$(cpu_secs "$pid")
   local restarts captures; restarts=$(metric crashdoc_container_restarts_total); captures=$(metric crashdoc_captures_total)
   kill -TERM "$pid"; wait "$pid" 2>/dev/null
+  # The churned pods crash-loop now: their ReplicaSets re-create them healthy,
+  # so that the next size settles and its scan sees FLEET_FAILING failing pods.
+  if [[ -n "$churn" ]]; then
+    kubectl -n "$(ns_name 0)" delete pods -l crashdoc.test/fleet=healthy --wait=false > /dev/null
+  fi
   sleep 1; kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
   local s="$d/watch-samples.tsv"
   local peak steady after_churn
