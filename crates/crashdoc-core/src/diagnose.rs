@@ -41,6 +41,10 @@ pub struct Diagnosis {
     pub commands: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<String>,
+    /// For a cause the evidence does not settle: the one command (or
+    /// field) that would confirm it or rule it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decide: Option<String>,
     /// The ranking score behind the confidence, 0..1.
     pub score: f32,
 }
@@ -171,6 +175,9 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                     }
                 }
                 m.reasoning.extend(f.reasoning);
+                // Status-only when every reading of it is.
+                m.status_only &= f.status_only;
+                m.decide = m.decide.take().or(f.decide);
                 for b in f.basis {
                     if !m.basis.contains(&b) {
                         m.basis.push(b);
@@ -190,9 +197,12 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     merged.extend(candidates);
 
     let missing = missing_evidence(pod, collector_missing);
+    merged.retain(|f| !f.evidence.is_empty());
+    // Silent evidence: nothing but the status speaks (an exit code, `Error`,
+    // a back-off), so no cause is named and `unknown` leads the candidates.
+    let silent = !merged.is_empty() && merged.iter().all(|f| f.status_only);
     let mut diagnoses: Vec<Diagnosis> = merged
         .into_iter()
-        .filter(|f| !f.evidence.is_empty())
         .map(|f| {
             let mut commands = f.commands;
             let default_cmds = [
@@ -213,12 +223,16 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
                 fix: f.fix,
                 commands,
                 reasoning: f.reasoning,
+                decide: f.decide,
                 score: (f.score * 100.0).round() / 100.0,
             }
         })
         .collect();
     if diagnoses.is_empty() {
         diagnoses.push(unknown(pod, &cx, &missing));
+    } else if silent {
+        let u = silent_unknown(unknown(pod, &cx, &missing), &diagnoses);
+        diagnoses.insert(0, u);
     }
     // With a thin top finding, say what is missing in the top diagnosis too.
     let timeline: Vec<RunTimeline> = pod
@@ -484,8 +498,55 @@ fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
         fix: vec!["collect the missing evidence (see `missing`) and analyse again, or run `crashdoc diagnose` against the cluster".into()],
         commands: vec![cx.describe_cmd(), cx.logs_previous_cmd(cx.focus_name()), cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name()))],
         reasoning: vec![],
+        decide: None,
         score: 0.0,
     }
+}
+
+/// `unknown` ahead of candidates that only the status suggests: it names
+/// them in order, and for each the command that would decide it.
+fn silent_unknown(mut u: Diagnosis, candidates: &[Diagnosis]) -> Diagnosis {
+    let names: Vec<String> = candidates.iter().map(|d| d.cause.to_string()).collect();
+    u.summary = format!(
+        "No log line, reason or event names a cause; the status alone allows, in this order: {}.",
+        names.join(", ")
+    );
+    // One line per deciding command, with every candidate it decides.
+    let mut by_command: Vec<(&str, Vec<String>)> = Vec::new();
+    for d in candidates {
+        let Some(c) = d.decide.as_deref() else {
+            continue;
+        };
+        match by_command.iter_mut().find(|(x, _)| *x == c) {
+            Some((_, causes)) => causes.push(d.cause.to_string()),
+            None => by_command.push((c, vec![d.cause.to_string()])),
+        }
+    }
+    u.reasoning = by_command
+        .iter()
+        .map(|(c, causes)| format!("`{c}` decides {}", causes.join(" / ")))
+        .collect();
+    let mut commands: Vec<String> = Vec::new();
+    for c in candidates
+        .iter()
+        .filter_map(|d| d.decide.clone())
+        .chain(std::mem::take(&mut u.commands))
+    {
+        if !commands.contains(&c) {
+            commands.push(c);
+        }
+    }
+    u.commands = commands;
+    for e in candidates.iter().flat_map(|d| &d.evidence) {
+        if !u.evidence.contains(e) && u.evidence.len() < 6 {
+            u.evidence.push(e.clone());
+        }
+    }
+    u.fix = vec![
+        "run the first command above: its output names the cause, then analyse again with it"
+            .into(),
+    ];
+    u
 }
 
 /// What the input lacks, and what it would have told.

@@ -55,6 +55,19 @@ pub struct Candidate {
     pub why: &'static str,
     /// What evidence would confirm or rule it out.
     pub decide: &'static str,
+    /// The one command that reads that evidence, with the names filled in.
+    pub command: fn(&Context) -> String,
+}
+
+fn previous_logs(cx: &Context) -> String {
+    cx.logs_previous_cmd(cx.focus_name())
+}
+
+fn events_of(cx: &Context, reason: &str) -> String {
+    cx.kubectl(&format!(
+        "get events --field-selector involvedObject.name={},reason={reason}",
+        cx.pod_name()
+    ))
 }
 
 pub static TABLE: &[Candidate] = &[
@@ -63,6 +76,7 @@ pub static TABLE: &[Candidate] = &[
         when: |f| f.exit == Some(137) && f.reason != Some("OOMKilled"),
         why: "exit 137 is SIGKILL, which the kernel's OOM killer sends when the memory limit is hit",
         decide: "memory usage against the limit (`kubectl top pod --containers`), the node's kernel log, an OOMKilled reason",
+        command: |cx| cx.kubectl(&format!("top pod {} --containers", cx.pod_name())),
     },
     Candidate {
         cause: Cause::ProbeKill,
@@ -72,18 +86,21 @@ pub static TABLE: &[Candidate] = &[
         },
         why: "a liveness or startup probe is configured, and a probe kill ends a run with SIGTERM, then SIGKILL after the grace period",
         decide: "the events: `Unhealthy` (Liveness/Startup probe failed) and `Killing`",
+        command: |cx| events_of(cx, "Unhealthy"),
     },
     Candidate {
         cause: Cause::ProbeKill,
         when: |f| f.liveness_or_startup && f.restarted && f.log_ends_clean && f.exit.is_none(),
         why: "the container restarted with a liveness or startup probe configured, and its last run logged no error",
         decide: "the events: `Unhealthy` (Liveness/Startup probe failed) and `Killing`; the lastState's exit code",
+        command: |cx| events_of(cx, "Unhealthy"),
     },
     Candidate {
         cause: Cause::Terminated,
         when: |f| f.exit == Some(143),
         why: "exit 143 is SIGTERM: something asked the container to stop",
         decide: "the events and the rollout history (`kubectl rollout history`)",
+        command: |cx| events_of(cx, "Killing"),
     },
     Candidate {
         cause: Cause::ExitZero,
@@ -94,12 +111,14 @@ pub static TABLE: &[Candidate] = &[
         },
         why: "the process exited 0 under a controller that restarts whatever stops",
         decide: "the previous logs' last lines: a finished task, or a server that never started listening",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::NativeCrash,
         when: |f| matches!(f.exit, Some(132 | 134 | 135 | 136 | 139)),
         why: "an exit of 128 + SIGILL, SIGABRT, SIGBUS, SIGFPE or SIGSEGV: the process died of a signal it raised itself",
         decide: "the previous logs' last lines and the node's kernel log (segfault, trap invalid opcode)",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::BadCommand,
@@ -112,48 +131,56 @@ pub static TABLE: &[Candidate] = &[
         },
         why: "the entrypoint could not be run (exit 126/127, or the runtime failed to start it)",
         decide: "the `Failed` event's message from the container runtime",
+        command: |cx| events_of(cx, "Failed"),
     },
     Candidate {
         cause: Cause::DependencyUnreachable,
         when: |f| f.kind == ContainerKind::Init && f.failed(),
         why: "an init container that fails usually waits for, or prepares, a dependency that is not there",
         decide: "the init container's logs (`kubectl logs POD -c INIT --previous`)",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::BadConfig,
         when: |f| f.failed() && f.short_run(),
         why: "a run that fails within seconds of starting is most often a configuration the program rejects",
         decide: "the previous logs' last lines",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::AppCrash,
         when: |f| f.failed(),
         why: "a non-zero exit with no message naming a cause",
         decide: "the previous logs: a stack trace or panic names what failed",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::DependencyUnreachable,
         when: |f| f.failed(),
         why: "services that exit at start when a backend they need is down are common",
         decide: "the previous logs (connection refused, no such host, timeouts) and the backends' endpoints",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::MissingFile,
         when: |f| f.failed() && f.short_run(),
         why: "a program that exits at once often cannot find the file or model it loads",
         decide: "the previous logs, and the volumeMounts against the paths it opens",
+        command: previous_logs,
     },
     Candidate {
         cause: Cause::Volume,
         when: |f| f.waiting == Some("ContainerCreating") || f.pending && f.waiting.is_none(),
         why: "a container that never leaves ContainerCreating usually waits for a volume to mount",
         decide: "the events (FailedMount, FailedAttachVolume) and `kubectl get pvc`",
+        command: |cx| events_of(cx, "FailedMount"),
     },
     Candidate {
         cause: Cause::Unschedulable,
         when: |f| f.pending && f.waiting.is_none(),
         why: "a Pending pod with no running container may never have been scheduled",
         decide: "the events (FailedScheduling) and `kubectl get pod -o wide` (NODE)",
+        command: |cx| events_of(cx, "FailedScheduling"),
     },
 ];
 
@@ -268,7 +295,9 @@ pub fn candidates(cx: &Context, found: &[Finding]) -> Vec<Finding> {
                 c.why, c.decide
             ),
         )
-        .container(cx.focus_name());
+        .container(cx.focus_name())
+        .decided_by((c.command)(cx));
+        x.status_only = true;
         for e in &f.evidence {
             x = x.cite(e);
         }
@@ -299,12 +328,40 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_run_alone_gives_candidates_not_unknown() {
+    fn a_failed_run_alone_is_unknown_then_its_candidates() {
+        let paste = "Name: api-0\nContainers:\n  api:\n    State: Waiting\n      Reason: CrashLoopBackOff\n    Last State: Terminated\n      Reason: Error\n      Exit Code: 1\n";
+        let got = causes(paste);
+        assert_eq!(got[0], Cause::Unknown, "{got:?}");
+        assert!(got.len() >= 4, "{got:?}");
+        // Every candidate after it says what would decide it.
+        let ev = read_paste(paste.as_bytes(), "paste").unwrap();
+        let r = crate::diagnose::diagnose(&ev.pods[0], &[]);
+        for d in &r.diagnoses[1..] {
+            let how = d.decide.as_deref().unwrap_or_default();
+            assert!(how.starts_with("kubectl "), "{:?}: {how:?}", d.cause);
+        }
+        assert!(r.diagnoses[0].commands[0].contains("logs api-0 --previous"));
+    }
+
+    /// Near miss: the same status with one log line that names a cause is
+    /// not silent; the cause leads.
+    #[test]
+    fn near_miss_a_failed_run_with_a_named_cause_is_not_unknown() {
         let got = causes(
-            "Name: api-0\nContainers:\n  api:\n    State: Waiting\n      Reason: CrashLoopBackOff\n    Last State: Terminated\n      Reason: Error\n      Exit Code: 1\n",
+            "Name: api-0\nContainers:\n  api:\n    State: Waiting\n      Reason: CrashLoopBackOff\n    Last State: Terminated\n      Reason: Error\n      Exit Code: 1\n$ kubectl logs api-0 --previous\nError: dial tcp 10.0.0.7:5432: connect: connection refused\n",
         );
-        assert_ne!(got[0], Cause::Unknown, "{got:?}");
-        assert!(got.len() >= 3, "{got:?}");
+        assert_eq!(got[0], Cause::DependencyUnreachable, "{got:?}");
+    }
+
+    /// Exit 137 without an OOMKilled reason and with no usage measured is
+    /// silent too: OOM and a probe kill are both candidates.
+    #[test]
+    fn exit_137_alone_is_unknown_first() {
+        let got = causes(
+            "Name: web-1\nContainers:\n  web:\n    State: Waiting\n      Reason: CrashLoopBackOff\n    Last State: Terminated\n      Exit Code: 137\n",
+        );
+        assert_eq!(got[0], Cause::Unknown, "{got:?}");
+        assert_eq!(got[1], Cause::OomKilled, "{got:?}");
     }
 
     #[test]

@@ -300,9 +300,8 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
         };
         if let Some(code @ (1 | 2)) = t.exit() {
             let name = cx.container_or_focus(Some(c));
-            let mut f = Finding::new(
+            let mut f = Finding::hint(
                 Cause::AppCrash,
-                Strength::Hint.score(),
                 format!(
                     "{} exited with code {code}: the program stopped on an error",
                     super::who(name)
@@ -310,7 +309,8 @@ fn check_app_crash(cx: &Context) -> Vec<Finding> {
             )
             .container(name)
             .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
-            .cmd(cx.logs_previous_cmd(name));
+            .cmd(cx.logs_previous_cmd(name))
+            .decided_by(cx.logs_previous_cmd(name));
             if !cx.pod.has_previous_logs() {
                 f = f.why(
                     "the previous run's logs are not in the input; they would say why it exited",

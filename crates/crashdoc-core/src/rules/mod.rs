@@ -113,6 +113,14 @@ pub struct Finding {
     /// The readings of the evidence this finding rests on that a rule's
     /// `outranks` names in its `only` (empty for most findings).
     pub basis: Vec<&'static str>,
+    /// Read off the status alone (an exit code, a restart pattern, a
+    /// condition that no longer holds), with no message naming the cause.
+    /// When every finding of a pod is such, the evidence is silent and
+    /// `unknown` comes first (`diagnose`).
+    pub status_only: bool,
+    /// The one command (or field) that would confirm this cause or rule it
+    /// out, for a finding the evidence does not settle.
+    pub decide: Option<String>,
 }
 
 impl Finding {
@@ -128,7 +136,23 @@ impl Finding {
             reasoning: vec![],
             generic: false,
             basis: vec![],
+            status_only: false,
+            decide: None,
         }
+    }
+    /// A finding from the status alone ([`Strength::Hint`]): a candidate
+    /// to rule out, never a diagnosis on its own.
+    ///
+    /// [`Strength::Hint`]: crate::strength::Strength::Hint
+    pub fn hint(cause: Cause, summary: impl Into<String>) -> Self {
+        let mut f = Finding::new(cause, crate::strength::Strength::Hint.score(), summary);
+        f.status_only = true;
+        f
+    }
+    /// The command or field that would decide this finding.
+    pub fn decided_by(mut self, how: impl Into<String>) -> Self {
+        self.decide = Some(how.into());
+        self
     }
     /// Mark the finding as resting on `basis` (a rule's `Outrank::only`).
     pub fn on(mut self, basis: &'static str) -> Self {

@@ -662,6 +662,7 @@ fn check_image_pull(cx: &Context) -> Vec<Finding> {
     });
     if !waiting_now && (pulled_since || ran) {
         f.score = Strength::Hint.score();
+        f.status_only = true;
         f = f.why("the image was pulled (or the container ran) after the pull failure: that failure is not what stops the pod now");
     }
     if f.container.is_none() {
@@ -783,6 +784,7 @@ fn check_unschedulable(cx: &Context) -> Vec<Finding> {
         .container(cx.focus_name())
         .cite(&e.cite);
         if scheduled_since {
+            f.status_only = true;
             f.summary =
                 format!("the pod waited to be scheduled ({why}) but has been scheduled since");
             f = f.why("a node was found later; the scheduling wait does not explain the failures after it");

@@ -139,13 +139,13 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             out.push(f);
         } else if t.exit() == Some(137) && !t.reason_is("OOMKilled") {
             // Near miss: SIGKILL without OOMKilled. Weak, so other evidence decides.
-            let mut f = Finding::new(
+            let mut f = Finding::hint(
                 Cause::OomKilled,
-                Strength::Hint.score(),
                 format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", super::who(name)),
             )
             .container(name)
-            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+            .decided_by(cx.kubectl(&format!("top pod {} --containers", cx.pod_name())));
             if let Some(l) = c.limits.get("memory") {
                 f = f.cite(&l.cite);
                 // Measured usage close to the limit makes the memory explanation likely.
@@ -154,6 +154,7 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
                     && used * 10 >= limit * 9
                 {
                     f.score = Strength::Moderate.score();
+                    f.status_only = false;
                     f.summary = format!(
                         "{} was killed with SIGKILL (exit 137) while its memory use ({}) was within 10% of its limit ({}): most likely an OOM kill the runtime did not report",
                         super::who(name),
