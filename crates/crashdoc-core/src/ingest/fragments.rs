@@ -287,7 +287,8 @@ fn is_reason(v: &str) -> bool {
         && v.starts_with(|c: char| c.is_ascii_uppercase())
 }
 
-/// Statuses of `kubectl get pods` that record how a run ended.
+/// Statuses of `kubectl get pods` that record how a run ended: a
+/// container's `state.terminated.reason` as the printer shows it.
 const ENDED: &[&str] = &[
     "OOMKilled",
     "Error",
@@ -295,23 +296,48 @@ const ENDED: &[&str] = &[
     "ContainerCannotRun",
     "StartError",
     "DeadlineExceeded",
+    "ContainerStatusUnknown",
     "Evicted",
 ];
 
-/// The last status of the rows of a pod (`get pods --watch` prints one row
-/// per change) that records how a run ended, as a terminated state.
-pub fn from_status_history(rows: &[&super::tables::PodRow]) -> Option<ContainerState> {
-    let r = rows
-        .iter()
-        .rev()
-        .find(|r| ENDED.contains(&r.status.as_str()))?;
-    let cite = Cite {
-        reference: format!("{} STATUS", r.cite.reference),
-        ..r.cite.clone()
+/// A run's end as a STATUS of `kubectl get pods` shows it, and whether it
+/// is an init container's. kubectl's printer (kubernetes
+/// pkg/printers/internalversion/printers.go, printPod) writes a failed init
+/// container's terminated state as `Init:REASON`, or `Init:Signal:N` /
+/// `Init:ExitCode:N` when the runtime gave no reason, and a container's
+/// as `REASON`, `Signal:N` or `ExitCode:N`.
+pub fn listed_end(status: &str, cite: &Cite) -> Option<(bool, ContainerState)> {
+    let (init, v) = match status.strip_prefix("Init:") {
+        Some(v) => (true, v),
+        None => (false, status),
     };
     let mut st = ContainerState::new(StateKind::Terminated, cite.clone());
-    st.reason = Some(Field::new(r.status.clone(), cite));
-    Some(st)
+    if let Some(n) = v.strip_prefix("ExitCode:") {
+        st.exit_code = Some(Field::new(n.parse().ok()?, cite.clone()));
+    } else if let Some(n) = v.strip_prefix("Signal:") {
+        let signal: i32 = n.parse().ok()?;
+        st.signal = Some(signal);
+        // The runtime's exit code for a signal death (128 + N).
+        st.exit_code = Some(Field::new(128 + signal, cite.clone()));
+    } else if ENDED.contains(&v) {
+        st.reason = Some(Field::new(v.to_string(), cite.clone()));
+    } else {
+        return None;
+    }
+    Some((init, st))
+}
+
+/// The last status of the rows of a pod (`get pods --watch` prints one row
+/// per change) that records how a run ended, as a terminated state, and
+/// whether it is an init container's.
+pub fn from_status_history(rows: &[&super::tables::PodRow]) -> Option<(bool, ContainerState)> {
+    rows.iter().rev().find_map(|r| {
+        let cite = Cite {
+            reference: format!("{} STATUS", r.cite.reference),
+            ..r.cite.clone()
+        };
+        listed_end(&r.status, &cite)
+    })
 }
 
 #[cfg(test)]

@@ -922,11 +922,28 @@ fn apply_fragments(pod: &mut Pod, found: &[fragments::Fragment], rows: &[tables:
             .iter()
             .filter(|r| Some(r.name.as_str()) == pod.name.as_deref())
             .collect();
-        if let Some(st) = fragments::from_status_history(&mine) {
-            if pod.containers.is_empty() {
-                pod.containers.push(Container::default());
-            }
-            let c = &mut pod.containers[0];
+        if let Some((init, st)) = fragments::from_status_history(&mine) {
+            let kind = if init {
+                ContainerKind::Init
+            } else {
+                ContainerKind::Main
+            };
+            // The container of that kind, when the input has one; kubectl's
+            // listing does not say which of several it was.
+            let of_kind: Vec<usize> = (0..pod.containers.len())
+                .filter(|&i| pod.containers[i].kind == kind)
+                .collect();
+            let i = match of_kind[..] {
+                [i] => i,
+                _ => {
+                    pod.containers.push(Container {
+                        kind,
+                        ..Default::default()
+                    });
+                    pod.containers.len() - 1
+                }
+            };
+            let c = &mut pod.containers[i];
             if c.last_state.is_none() {
                 c.last_state = Some(st);
             }

@@ -114,7 +114,9 @@ impl PodRow {
 }
 
 static POD_ROW: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:pod/)?([a-z0-9][a-z0-9.-]*)\s+(\d+/\d+)\s+([A-Za-z][\w:.-]*)(?:\s+(\d+))?")
+    // A name is a DNS label, or one with placeholders a person typed in
+    // (`<name>-0`, `web-<hash>`) where the real one was left out.
+    Regex::new(r"^(?:pod/)?((?:[a-z0-9]|<[^<>\s]+>)(?:[a-z0-9.-]|<[^<>\s]+>)*)\s+(\d+/\d+)\s+([A-Za-z][\w:.-]*)(?:\s+(\d+))?")
         .expect("static regex")
 });
 
