@@ -1,6 +1,6 @@
 //! Rules that read the container's termination: reason, exit code, signal.
 
-use super::facts::{container_in_event, is_mount_error};
+use super::facts::{self, container_in_event, is_mount_error};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
@@ -542,14 +542,69 @@ pub static TERMINATED: Rule = Rule {
             why: "exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted",
             only: None,
         },
+        Outrank {
+            cause: Cause::ProbeKill,
+            why: "the node the pod ran on was shut down, drained or removed (the kubelet's node shutdown manager, a drain, an autoscaler or an interruption handler says so); probes fail while a node goes down, and the kubelet stopped the container because the node went, not because of them",
+            only: Some(NODE_LIFECYCLE),
+        },
+        Outrank {
+            cause: Cause::ExitZero,
+            why: "the node the pod ran on was shut down, drained or removed; a program that handles SIGTERM exits 0 when it is stopped with its node, which is a clean shutdown, not a program that ends on its own",
+            only: Some(NODE_LIFECYCLE),
+        },
         super::OUTRANKS_APP_CRASH,
     ],
     reads: &[Place::Event, Place::State],
     check: check_terminated,
 };
 
+/// The basis of a `terminated` finding that rests on a node-lifecycle
+/// message (catalog/node-lifecycle.yaml): the pod went down with its node.
+const NODE_LIFECYCLE: &str = "node-lifecycle";
+
+/// The pod went down with its node: a message of the kubelet's node
+/// shutdown manager, kubectl drain, Karpenter, cluster-autoscaler or an
+/// interruption handler, on the pod's events or status (strong) or only in
+/// other text of the input, such as the node's events or a tool's output.
+fn node_lifecycle_finding(cx: &Context) -> Option<Finding> {
+    let sup: Vec<_> = cx
+        .catalog_support(Cause::Terminated)
+        .into_iter()
+        .filter(|s| s.log.is_none() || s.at == Place::Any)
+        .filter(|s| facts::is_node_lifecycle(s.hit.sig))
+        .collect();
+    let best = sup.first()?;
+    let own = sup
+        .iter()
+        .any(|s| matches!(s.at, Place::Event | Place::State));
+    let mut f = cx.finding_from(Cause::Terminated, &sup, |s| {
+        format!("the pod went down with its node: {}", s.hit.sig.meaning)
+    })?;
+    let strength = best.hit.sig.strength;
+    let floor = if own && strength >= Strength::Strong {
+        Some(Strength::Strong)
+    } else {
+        (strength >= Strength::Moderate).then_some(Strength::Moderate)
+    };
+    if let Some(floor) = floor {
+        f.score = f.score.max(floor.score());
+    }
+    let mut f = f
+        .on(NODE_LIFECYCLE)
+        .fix("nothing to fix in the program: the node was shut down, drained or removed, and the controller starts the pod elsewhere")
+        .fix("if losing the pod hurt, give the workload more than one replica and a PodDisruptionBudget, make shutdown on SIGTERM fast, and set terminationGracePeriodSeconds to cover it")
+        .cmd(cx.kubectl("get events --sort-by=.lastTimestamp"));
+    if let Some(n) = &cx.pod.node_name {
+        f = f.cmd(format!("kubectl get events -A --field-selector involvedObject.kind=Node,involvedObject.name={n}"));
+    }
+    Some(f.why(format!(
+        "a node-lifecycle message ({}) says why the container stopped",
+        best.hit.sig.id
+    )))
+}
+
 fn check_terminated(cx: &Context) -> Vec<Finding> {
-    let mut out = Vec::new();
+    let mut out: Vec<Finding> = node_lifecycle_finding(cx).into_iter().collect();
     for c in &cx.pod.containers {
         let Some(t) = c.last_termination() else {
             continue;
@@ -607,7 +662,8 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
     let probe_events = cx.events_with(|e| {
         e.reason == "Unhealthy" || classes::is("probe.restart-after-failure", &e.message)
     });
-    let evicted = cx.events_with(|e| e.reason == "Evicted");
+    let evicted =
+        cx.events_with(|e| e.reason == "Evicted" && facts::node_lifecycle(&e.message).is_none());
     if let Some(e) = stops.first()
         && probe_events.is_empty()
         && evicted.is_empty()
