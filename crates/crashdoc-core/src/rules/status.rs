@@ -267,11 +267,30 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
                 crate::text::clip(&cmd, 60)
             ));
         }
-        let score = match (&probe, looping) {
+        let mut score = match (&probe, looping) {
             (Some(_), _) => Strength::Weak.score(),
             (None, true) => Strength::Strong.score(),
             (None, false) => Strength::Moderate.score(),
         };
+        // No command, no args: the image's default process runs. A shell or
+        // an interactive interpreter with no terminal and no stdin reads
+        // end-of-file and exits 0 at once (catalog/images.yaml).
+        let shell = (c.runs_image_default() == Some(true) && c.interactive() != Some(true))
+            .then(|| c.image.as_deref().and_then(crate::images::default_process))
+            .flatten();
+        if let Some(img) = shell {
+            summary.push_str(&format!(
+                "; it sets no command or args, so it runs its image's default `{}` ({}), which with no terminal and no stdin reads end-of-file and exits at once",
+                img.command_line(),
+                img.process.words()
+            ));
+            if probe.is_none() {
+                score = match c.interactive() {
+                    Some(false) => Strength::Decisive.score(),
+                    _ => score.max(Strength::Strong.score()),
+                };
+            }
+        }
         let mut f = Finding::new(Cause::ExitZero, score, summary)
             .container(name)
             .cite_opt(t.reason.as_ref().map(|x| &x.cite))
@@ -282,6 +301,38 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             .fix("if the work is meant to finish, run it as a Job or CronJob (restartPolicy: OnFailure) instead")
             .cmd(cx.logs_previous_cmd(name))
             .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name())));
+        if let Some(img) = shell {
+            let image = c.image.as_deref().unwrap_or_default();
+            let field = match c.kind {
+                ContainerKind::Main => "containers",
+                _ => "initContainers",
+            };
+            let n = name.unwrap_or("app");
+            f = f
+                .cite(&Cite::new(
+                    SourceKind::Spec,
+                    format!("spec.{field}[{n}].image"),
+                    format!("image: {image} (no command, no args)"),
+                ))
+                .cite_opt(c.tty.as_ref().map(|t| &t.cite))
+                .fix(format!(
+                    "give {} the command it should run: `{image}` alone only starts `{}`",
+                    super::who(name),
+                    img.command_line()
+                ))
+                .fix(format!(
+                    "containers:\n- name: {n}\n  image: {image}\n  command: [\"/path/to/your/program\"]   # the server this container exists for\n  # to keep it idle for debugging instead: command: [\"sleep\", \"infinity\"]"
+                ))
+                .why(format!(
+                    "{}'s default process is `{}` ({})",
+                    img.name,
+                    img.command_line(),
+                    img.source
+                ));
+            if c.interactive().is_none() {
+                f = f.why("the input does not show tty or stdin (describe prints neither); with `tty: true` or `stdin: true` the process would wait for input instead");
+            }
+        }
         if let Some(p) = probe {
             f = f.why(format!(
                 "ranked low: {p}, so exit 0 may be a clean shutdown after the kubelet stopped it"
@@ -690,4 +741,70 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::causes::Cause;
+    use crate::diagnose::{Confidence, Diagnosis, diagnose};
+    use crate::ingest::{Doc, FileKind, Parts, assemble};
+
+    /// A ReplicaSet's pod whose container `box` (with `extra` spec lines)
+    /// exited 0 six times.
+    fn diagnosed(image: &str, extra: &str, owner: &str) -> Vec<Diagnosis> {
+        let pod = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: box-1\n  ownerReferences:\n  - {{kind: {owner}, name: box-6b7c9d8f5e, controller: true}}\nspec:\n  containers:\n  - name: box\n    image: {image}\n{extra}status:\n  containerStatuses:\n  - name: box\n    restartCount: 6\n    lastState:\n      terminated: {{exitCode: 0, reason: Completed}}\n    state:\n      waiting: {{reason: CrashLoopBackOff}}\n"
+        );
+        let mut parts = Parts::default();
+        parts.add_doc(
+            FileKind::Objects,
+            Doc {
+                name: "pod.yaml".into(),
+                text: pod,
+                line_offset: 0,
+            },
+        );
+        diagnose(&assemble(parts).pods[0], &[]).diagnoses
+    }
+
+    fn cites_the_image(d: &Diagnosis) -> bool {
+        d.evidence.iter().any(|e| e.text.contains("no command"))
+    }
+
+    #[test]
+    fn an_image_whose_default_is_a_shell_is_decisive_with_no_command_and_no_tty() {
+        let ds = diagnosed("busybox:1.36", "", "ReplicaSet");
+        assert_eq!(ds[0].cause, Cause::ExitZero, "{ds:#?}");
+        assert_eq!(ds[0].confidence, Confidence::High);
+        assert!(cites_the_image(&ds[0]), "{ds:#?}");
+        assert!(ds[0].summary.contains("`sh`"), "{}", ds[0].summary);
+        assert!(
+            ds[0].fix.iter().any(|f| f.contains("command: [")),
+            "{:?}",
+            ds[0].fix
+        );
+    }
+
+    #[test]
+    fn a_command_a_tty_or_an_image_without_a_default_shell_is_not_the_image() {
+        for (image, extra) in [
+            (
+                "busybox:1.36",
+                "    command: [\"sh\", \"-c\", \"echo ready\"]\n",
+            ),
+            ("busybox:1.36", "    args: [\"echo\", \"ready\"]\n"),
+            ("busybox:1.36", "    tty: true\n"),
+            ("python:3.12", "    stdin: true\n"),
+            ("registry.example.com/team/web:1.0", ""),
+        ] {
+            let ds = diagnosed(image, extra, "ReplicaSet");
+            let ez = ds.iter().find(|d| d.cause == Cause::ExitZero);
+            let ez = ez.unwrap_or_else(|| panic!("{image} {extra}: {ds:#?}"));
+            assert!(!cites_the_image(ez), "{image} {extra}: {ez:#?}");
+            assert!(ez.confidence < Confidence::High, "{image} {extra}: {ez:#?}");
+        }
+        // Under a Job, exit 0 is the work being done.
+        let ds = diagnosed("busybox:1.36", "", "Job");
+        assert!(ds.iter().all(|d| d.cause != Cause::ExitZero), "{ds:#?}");
+    }
 }
