@@ -205,10 +205,10 @@ pub static EXIT_ZERO: Rule = Rule {
     doc: RuleDoc {
         what: "A container that finished successfully (exit 0, reason Completed) in a pod whose controller expects it to keep running: a Deployment, StatefulSet, DaemonSet or ReplicaSet, or restartPolicy Always.",
         why: "With restartPolicy Always the kubelet restarts every container that stops, even after success; a program that does its work and exits (a script, `echo`, a server started in the background) is restarted forever and backs off into CrashLoopBackOff.",
-        evidence: "lastState.terminated exit code 0 / reason Completed; the owner (Controlled By) or restartPolicy; the container's command; a short previous log that ends with no error when the exit code itself is missing.",
+        evidence: "lastState.terminated exit code 0 / reason Completed; the owner (Controlled By) or restartPolicy; the container's command; with no command and no args, the image's default process when it is a shell or an interactive interpreter (busybox, alpine, ubuntu, debian, python, node, ...: catalog/images.yaml), which exits at once with no tty and no stdin; a short previous log that ends with no error when the exit code itself is missing.",
         example: "Command: echo\nArgs: HOSTNAME\nLast State: Terminated\n  Reason: Completed\n  Exit Code: 0",
         fix: "Run the server in the foreground (no `&`, no daemon mode, `exec` the server as PID 1), or, for one-off work, use a Job (restartPolicy OnFailure/Never) or a CronJob.",
-        false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first.",
+        false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first. A program that exits 0 on SIGTERM because its node was shut down or drained is `terminated`, which declares it outranks this then.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
     reads: &[Place::State],
@@ -582,7 +582,7 @@ pub static TERMINATED: Rule = Rule {
     doc: RuleDoc {
         what: "A container stopped on request with SIGTERM (exit 143), by a rollout, scale-down, drain or preStop, rather than crashing.",
         why: "Nothing is wrong with the program; the restarts or failures come from whoever stops it. When the container restarts in place after SIGTERM, that is a failed liveness/startup probe (probe-kill), not this.",
-        evidence: "exit code 143 (128+15), a log line saying SIGTERM was received, Killing events with `Stopping container`, a pod terminated as a whole (state, not lastState).",
+        evidence: "exit code 143 (128+15), a log line saying SIGTERM was received, Killing events with `Stopping container`, a pod terminated as a whole (state, not lastState); a pod that went down with its node: the kubelet's node shutdown message, kubectl drain's output, Karpenter's and cluster-autoscaler's eviction events, an interruption notice (catalog/node-lifecycle.yaml).",
         example: "state:\n  terminated:\n    exitCode: 143\n    reason: OOMKilled   # misreported: 143 is SIGTERM",
         fix: "Nothing to fix in the program; find who stopped it (rollout, HPA, drain). Make the program exit quickly on SIGTERM and set terminationGracePeriodSeconds to cover its shutdown.",
         false_positives: "A liveness or startup probe also ends in SIGTERM: with Unhealthy events, or a container that restarts in place with a probe configured, probe-kill ranks first.",
