@@ -329,6 +329,8 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
                     img.command_line(),
                     img.source
                 ));
+            // The command to set comes before the general advice.
+            f.fix.rotate_right(2);
             if c.interactive().is_none() {
                 f = f.why("the input does not show tty or stdin (describe prints neither); with `tty: true` or `stdin: true` the process would wait for input instead");
             }
@@ -779,10 +781,11 @@ mod tests {
         assert!(cites_the_image(&ds[0]), "{ds:#?}");
         assert!(ds[0].summary.contains("`sh`"), "{}", ds[0].summary);
         assert!(
-            ds[0].fix.iter().any(|f| f.contains("command: [")),
+            ds[0].fix[0].contains("the command it should run"),
             "{:?}",
             ds[0].fix
         );
+        assert!(ds[0].fix[1].contains("command: ["), "{:?}", ds[0].fix);
     }
 
     #[test]
