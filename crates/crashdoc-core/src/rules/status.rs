@@ -618,12 +618,12 @@ const NODE_LIFECYCLE: &str = "node-lifecycle";
 /// The pod went down with its node: a message of the kubelet's node
 /// shutdown manager, kubectl drain, Karpenter, cluster-autoscaler or an
 /// interruption handler, on the pod's events or status (strong) or only in
-/// other text of the input, such as the node's events or a tool's output.
+/// other text of the input: the node's events, a tool's output, a runner's
+/// log that relays the pod's status (moderate).
 fn node_lifecycle_finding(cx: &Context) -> Option<Finding> {
     let sup: Vec<_> = cx
         .catalog_support(Cause::Terminated)
         .into_iter()
-        .filter(|s| s.log.is_none() || s.at == Place::Any)
         .filter(|s| facts::is_node_lifecycle(s.hit.sig))
         .collect();
     let best = sup.first()?;
