@@ -87,6 +87,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!(concat!(env!("OUT_DIR"), "/catalog/app-frameworks.json")),
     ),
     (
+        "node-lifecycle.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/node-lifecycle.json")),
+    ),
+    (
         "k8s-ecosystem.yaml",
         include_str!(concat!(env!("OUT_DIR"), "/catalog/k8s-ecosystem.json")),
     ),

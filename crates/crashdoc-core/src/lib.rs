@@ -17,6 +17,7 @@ pub mod debugging;
 pub mod diagnose;
 pub mod hint;
 pub mod hosts;
+pub mod images;
 pub mod ingest;
 pub mod model;
 pub mod redact;

@@ -306,6 +306,23 @@ pub struct Container {
     pub read_only_root: Option<Field<bool>>,
     /// Devices the kubelet reports unhealthy (`allocatedResourcesStatus`).
     pub unhealthy_devices: Vec<Field<String>>,
+    /// Where the container's spec (its image, command and args) was read:
+    /// `None` when only its status was, so an empty `command` says nothing.
+    pub spec_from: Option<SpecFrom>,
+    /// `tty: true` / `stdin: true` in the container spec (read only from a
+    /// pod or workload object; `kubectl describe` prints neither).
+    pub tty: Option<Field<bool>>,
+    pub stdin: Option<Field<bool>>,
+}
+
+/// Where a container's spec was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SpecFrom {
+    /// `kubectl describe pod`: it prints Command and Args when they are
+    /// set, never tty or stdin.
+    Describe,
+    /// A pod or workload object (YAML or JSON): every field is there.
+    Object,
 }
 
 impl Container {
@@ -389,6 +406,28 @@ impl Container {
         self.run_as_user = self.run_as_user.take().or(other.run_as_user);
         self.read_only_root = self.read_only_root.take().or(other.read_only_root);
         self.unhealthy_devices.extend(other.unhealthy_devices);
+        self.spec_from = self.spec_from.max(other.spec_from);
+        self.tty = self.tty.take().or(other.tty);
+        self.stdin = self.stdin.take().or(other.stdin);
+    }
+
+    /// Whether the container keeps a terminal or stdin open (`tty: true` or
+    /// `stdin: true`), so a shell or REPL as its process waits for input
+    /// instead of exiting: `Some(false)` only when the spec was read from an
+    /// object, where an absent field means false.
+    pub fn interactive(&self) -> Option<bool> {
+        let set = |f: &Option<Field<bool>>| f.as_ref().is_some_and(|f| f.value);
+        if set(&self.tty) || set(&self.stdin) {
+            return Some(true);
+        }
+        (self.spec_from == Some(SpecFrom::Object)).then_some(false)
+    }
+
+    /// The spec sets neither `command` nor `args`, as far as the input shows
+    /// (`None` when the container's spec was not read at all).
+    pub fn runs_image_default(&self) -> Option<bool> {
+        self.spec_from?;
+        Some(self.command.is_empty() && self.args.is_empty())
     }
 }
 

@@ -75,6 +75,11 @@ pub fn manifest(pod: &Pod) -> Value {
         if !c.args.is_empty() {
             m.insert("args".into(), c.args.clone().into());
         }
+        for (key, f) in [("tty", &c.tty), ("stdin", &c.stdin)] {
+            if let Some(f) = f {
+                m.insert(key.into(), f.value.into());
+            }
+        }
         if !c.ports.is_empty() {
             m.insert(
                 "ports".into(),
@@ -163,6 +168,19 @@ pub fn manifest(pod: &Pod) -> Value {
             crate::STARTUP_ANNOTATION: secs.to_string(),
             crate::STARTUP_SOURCE_ANNOTATION: how,
         });
+    }
+    // Containers seen only in the status: their command is not known.
+    let unread: Vec<&str> = pod
+        .containers
+        .iter()
+        .filter(|c| c.spec_from.is_none() && !c.name.is_empty())
+        .map(|c| c.name.as_str())
+        .collect();
+    if !unread.is_empty() {
+        if !meta["annotations"].is_object() {
+            meta["annotations"] = json!({});
+        }
+        meta["annotations"][crate::SPEC_UNREAD_ANNOTATION] = unread.join(",").into();
     }
     if let Some(ns) = &pod.namespace {
         meta["namespace"] = ns.clone().into();

@@ -95,6 +95,10 @@ impl Report {
 pub const STARTUP_ANNOTATION: &str = "crashdoc.io/startup-seconds";
 /// Where the measurement comes from (free text, shown in the finding).
 pub const STARTUP_SOURCE_ANNOTATION: &str = "crashdoc.io/startup-source";
+/// The containers (comma-separated names) whose spec the evidence did not
+/// show, only their status (`crashdoc lint --evidence`): an absent command
+/// there says nothing, and image/default-shell skips them.
+pub const SPEC_UNREAD_ANNOTATION: &str = "crashdoc.io/spec-unread";
 
 /// A workload's startup as measured elsewhere (`crashdoc watch`'s history):
 /// the workload by namespace, kind and name, the seconds and where they

@@ -353,7 +353,12 @@ pub fn parse(doc: &Doc) -> Described {
             )
         };
         match key.as_str() {
-            "image" => c.image = Some(value.to_string()),
+            "image" => {
+                c.image = Some(value.to_string());
+                // describe prints Command and Args right after Image when
+                // they are set: the container's spec is read.
+                c.spec_from = c.spec_from.max(Some(SpecFrom::Describe));
+            }
             "command" => {
                 sub = Sub::Command;
                 if !value.is_empty() {
@@ -766,6 +771,9 @@ QoS Class:       BestEffort
         assert!(!c.mounts[1].is_read_only());
         // describe does not print readOnlyRootFilesystem.
         assert!(c.read_only_root.is_none());
+        // It prints the spec (Image, and Command and Args when set), never tty.
+        assert_eq!(c.spec_from, Some(SpecFrom::Describe));
+        assert_eq!(c.interactive(), None);
     }
 
     #[test]

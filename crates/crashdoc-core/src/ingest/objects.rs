@@ -327,6 +327,11 @@ impl Walker<'_> {
             };
             for cv in list {
                 let mut c = self.container_spec(cv, key, kind);
+                // A container entry with its image is the container's spec:
+                // an absent command, args, tty or stdin is unset.
+                if c.image.is_some() {
+                    c.spec_from = Some(SpecFrom::Object);
+                }
                 if let Some(sc) = pod_sc {
                     self.security(sc, "spec.securityContext", &mut c);
                 }
@@ -373,6 +378,22 @@ impl Walker<'_> {
         c.command = strings("command");
         c.args = strings("args");
         let base = format!("spec.{list}[{name}]");
+        for key in ["tty", "stdin"] {
+            if let Some(b) = cv.get(key).and_then(Value::as_bool) {
+                let cite = self.cite(
+                    SourceKind::Spec,
+                    format!("{base}.{key}"),
+                    key,
+                    &b.to_string(),
+                );
+                let field = Some(Field::new(b, cite));
+                if key == "tty" {
+                    c.tty = field;
+                } else {
+                    c.stdin = field;
+                }
+            }
+        }
         for (rk, target) in [("limits", true), ("requests", false)] {
             if let Some(m) = cv
                 .pointer(&format!("/resources/{rk}"))
@@ -1011,6 +1032,9 @@ spec:
         );
         assert_eq!(ro.cite.location.as_deref(), Some("pod.yaml:12"));
         assert!(p.container("shipper").unwrap().read_only_root.is_none());
+        // An object's container spec: an absent tty/stdin is unset.
+        assert_eq!(c.spec_from, Some(SpecFrom::Object));
+        assert_eq!(c.interactive(), Some(false));
         let conf = c.mounts.iter().find(|m| m.name == "conf").unwrap();
         let source = conf.source.as_ref().unwrap();
         assert_eq!(source.value, "configMap");

@@ -67,6 +67,23 @@ pub fn model_server(pod: &Pod) -> Option<&'static str> {
     find(&logs)
 }
 
+/// Whether a catalog entry says the pod went down with its node: graceful
+/// node shutdown, a drain, a scale-down or consolidation, an interruption
+/// (the family of `catalog/node-lifecycle.yaml`).
+pub fn is_node_lifecycle(sig: &crate::scan::Signature) -> bool {
+    sig.family == "node-lifecycle"
+}
+
+/// The node-lifecycle entry a message matches, if any (an Evicted event
+/// whose message is Karpenter's or the autoscaler's is a drain, not node
+/// pressure).
+pub fn node_lifecycle(message: &str) -> Option<&'static crate::scan::Signature> {
+    crate::scan::Catalog::global()
+        .classify(message)
+        .into_iter()
+        .find(|s| is_node_lifecycle(s))
+}
+
 /// A tqdm progress bar's `[elapsed<remaining` (`[01:00<05:03`, `[1:02:03<0:10:00`).
 static PROGRESS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\[(\d+):(\d{2})(?::(\d{2}))?<(\d+):(\d{2})(?::(\d{2}))?").expect("static regex")

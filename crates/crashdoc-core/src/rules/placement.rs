@@ -32,7 +32,7 @@ pub static NODE_PRESSURE: Rule = Rule {
         evidence: "pod status reason Evicted and its message (`The node was low on resource: ephemeral-storage`), Evicted events, ContainerStatusUnknown after an eviction, node conditions MemoryPressure / DiskPressure.",
         example: "Status:  Failed\nReason:  Evicted\nMessage: The node was low on resource: ephemeral-storage. Container llm was using 57900024Ki, request is 0",
         fix: "Set requests that match real usage (memory, ephemeral-storage) so the scheduler places the pod where it fits; move large caches (HF_HOME, /tmp downloads) onto a volume; give ephemeral-storage a limit that covers them.",
-        false_positives: "An eviction by the API (a drain, preemption) also says Evicted: the message then names no resource.",
+        false_positives: "An eviction by the API (a drain, preemption) also says Evicted: the message then names no resource. Karpenter's `Evicted pod: <reason>` and the autoscaler's scale-down are the node going away, reported as `terminated` (catalog/node-lifecycle.yaml).",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
     reads: &[Place::Log],
@@ -74,7 +74,11 @@ fn check_node_pressure(cx: &Context) -> Vec<Finding> {
         f.score = f.score.max(Strength::Certain.score());
         f = f.cite(&s.cite);
     }
-    for e in cx.events_with(|e| e.reason == "Evicted") {
+    // Karpenter and the autoscaler's drains also record `Evicted` on the
+    // pod: that eviction is the node going away, for the `terminated` rule.
+    for e in cx.events_with(|e| {
+        e.reason == "Evicted" && super::facts::node_lifecycle(&e.message).is_none()
+    }) {
         f.score = f.score.max(Strength::Certain.score());
         f = f.cite(&e.cite);
         if message.is_empty() {

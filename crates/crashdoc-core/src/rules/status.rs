@@ -1,6 +1,6 @@
 //! Rules that read the container's termination: reason, exit code, signal.
 
-use super::facts::{container_in_event, is_mount_error};
+use super::facts::{self, container_in_event, is_mount_error};
 use super::{Context, Finding, Outrank, Rule, RuleDoc};
 use crate::catalog::Place;
 use crate::causes::Cause;
@@ -206,10 +206,10 @@ pub static EXIT_ZERO: Rule = Rule {
     doc: RuleDoc {
         what: "A container that finished successfully (exit 0, reason Completed) in a pod whose controller expects it to keep running: a Deployment, StatefulSet, DaemonSet or ReplicaSet, or restartPolicy Always.",
         why: "With restartPolicy Always the kubelet restarts every container that stops, even after success; a program that does its work and exits (a script, `echo`, a server started in the background) is restarted forever and backs off into CrashLoopBackOff.",
-        evidence: "lastState.terminated exit code 0 / reason Completed; the owner (Controlled By) or restartPolicy; the container's command; a short previous log that ends with no error when the exit code itself is missing.",
+        evidence: "lastState.terminated exit code 0 / reason Completed; the owner (Controlled By) or restartPolicy; the container's command; with no command and no args, the image's default process when it is a shell or an interactive interpreter (busybox, alpine, ubuntu, debian, python, node, ...: catalog/images.yaml), which exits at once with no tty and no stdin; a short previous log that ends with no error when the exit code itself is missing.",
         example: "Command: echo\nArgs: HOSTNAME\nLast State: Terminated\n  Reason: Completed\n  Exit Code: 0",
         fix: "Run the server in the foreground (no `&`, no daemon mode, `exec` the server as PID 1), or, for one-off work, use a Job (restartPolicy OnFailure/Never) or a CronJob.",
-        false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first.",
+        false_positives: "A liveness probe that kills a container which then shuts down cleanly also shows exit 0: when Unhealthy events or a run as long as the probe budget are present, probe-kill ranks first. A program that exits 0 on SIGTERM because its node was shut down or drained is `terminated`, which declares it outranks this then.",
     },
     outranks: &[super::OUTRANKS_APP_CRASH],
     reads: &[Place::State],
@@ -268,11 +268,30 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
                 crate::text::clip(&cmd, 60)
             ));
         }
-        let score = match (&probe, looping) {
+        let mut score = match (&probe, looping) {
             (Some(_), _) => Strength::Weak.score(),
             (None, true) => Strength::Strong.score(),
             (None, false) => Strength::Moderate.score(),
         };
+        // No command, no args: the image's default process runs. A shell or
+        // an interactive interpreter with no terminal and no stdin reads
+        // end-of-file and exits 0 at once (catalog/images.yaml).
+        let shell = (c.runs_image_default() == Some(true) && c.interactive() != Some(true))
+            .then(|| c.image.as_deref().and_then(crate::images::default_process))
+            .flatten();
+        if let Some(img) = shell {
+            summary.push_str(&format!(
+                "; it sets no command or args, so it runs its image's default `{}` ({}), which with no terminal and no stdin reads end-of-file and exits at once",
+                img.command_line(),
+                img.process.words()
+            ));
+            if probe.is_none() {
+                score = match c.interactive() {
+                    Some(false) => Strength::Decisive.score(),
+                    _ => score.max(Strength::Strong.score()),
+                };
+            }
+        }
         let mut f = Finding::new(Cause::ExitZero, score, summary)
             .container(name)
             .cite_opt(t.reason.as_ref().map(|x| &x.cite))
@@ -283,6 +302,40 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             .fix("if the work is meant to finish, run it as a Job or CronJob (restartPolicy: OnFailure) instead")
             .cmd(cx.logs_previous_cmd(name))
             .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name())));
+        if let Some(img) = shell {
+            let image = c.image.as_deref().unwrap_or_default();
+            let field = match c.kind {
+                ContainerKind::Main => "containers",
+                _ => "initContainers",
+            };
+            let n = name.unwrap_or("app");
+            f = f
+                .cite(&Cite::new(
+                    SourceKind::Spec,
+                    format!("spec.{field}[{n}].image"),
+                    format!("image: {image} (no command, no args)"),
+                ))
+                .cite_opt(c.tty.as_ref().map(|t| &t.cite))
+                .fix(format!(
+                    "give {} the command it should run: `{image}` alone only starts `{}`",
+                    super::who(name),
+                    img.command_line()
+                ))
+                .fix(format!(
+                    "containers:\n- name: {n}\n  image: {image}\n  command: [\"/path/to/your/program\"]   # the server this container exists for\n  # to keep it idle for debugging instead: command: [\"sleep\", \"infinity\"]"
+                ))
+                .why(format!(
+                    "{}'s default process is `{}` ({})",
+                    img.name,
+                    img.command_line(),
+                    img.source
+                ));
+            // The command to set comes before the general advice.
+            f.fix.rotate_right(2);
+            if c.interactive().is_none() {
+                f = f.why("the input does not show tty or stdin (describe prints neither); with `tty: true` or `stdin: true` the process would wait for input instead");
+            }
+        }
         if let Some(p) = probe {
             f = f.why(format!(
                 "ranked low: {p}, so exit 0 may be a clean shutdown after the kubelet stopped it"
@@ -532,7 +585,7 @@ pub static TERMINATED: Rule = Rule {
     doc: RuleDoc {
         what: "A container stopped on request with SIGTERM (exit 143), by a rollout, scale-down, drain or preStop, rather than crashing.",
         why: "Nothing is wrong with the program; the restarts or failures come from whoever stops it. When the container restarts in place after SIGTERM, that is a failed liveness/startup probe (probe-kill), not this.",
-        evidence: "exit code 143 (128+15), a log line saying SIGTERM was received, Killing events with `Stopping container`, a pod terminated as a whole (state, not lastState).",
+        evidence: "exit code 143 (128+15), a log line saying SIGTERM was received, Killing events with `Stopping container`, a pod terminated as a whole (state, not lastState); a pod that went down with its node: the kubelet's node shutdown message, kubectl drain's output, Karpenter's and cluster-autoscaler's eviction events, an interruption notice (catalog/node-lifecycle.yaml).",
         example: "state:\n  terminated:\n    exitCode: 143\n    reason: OOMKilled   # misreported: 143 is SIGTERM",
         fix: "Nothing to fix in the program; find who stopped it (rollout, HPA, drain). Make the program exit quickly on SIGTERM and set terminationGracePeriodSeconds to cover its shutdown.",
         false_positives: "A liveness or startup probe also ends in SIGTERM: with Unhealthy events, or a container that restarts in place with a probe configured, probe-kill ranks first.",
@@ -543,14 +596,69 @@ pub static TERMINATED: Rule = Rule {
             why: "exit 143 means SIGTERM; an OOM kill is always SIGKILL (137), so the OOMKilled reason is not trusted",
             only: None,
         },
+        Outrank {
+            cause: Cause::ProbeKill,
+            why: "the node the pod ran on was shut down, drained or removed (the kubelet's node shutdown manager, a drain, an autoscaler or an interruption handler says so); probes fail while a node goes down, and the kubelet stopped the container because the node went, not because of them",
+            only: Some(NODE_LIFECYCLE),
+        },
+        Outrank {
+            cause: Cause::ExitZero,
+            why: "the node the pod ran on was shut down, drained or removed; a program that handles SIGTERM exits 0 when it is stopped with its node, which is a clean shutdown, not a program that ends on its own",
+            only: Some(NODE_LIFECYCLE),
+        },
         super::OUTRANKS_APP_CRASH,
     ],
     reads: &[Place::Event, Place::State],
     check: check_terminated,
 };
 
+/// The basis of a `terminated` finding that rests on a node-lifecycle
+/// message (catalog/node-lifecycle.yaml): the pod went down with its node.
+const NODE_LIFECYCLE: &str = "node-lifecycle";
+
+/// The pod went down with its node: a message of the kubelet's node
+/// shutdown manager, kubectl drain, Karpenter, cluster-autoscaler or an
+/// interruption handler, on the pod's events or status (strong) or only in
+/// other text of the input: the node's events, a tool's output, a runner's
+/// log that relays the pod's status (moderate).
+fn node_lifecycle_finding(cx: &Context) -> Option<Finding> {
+    let sup: Vec<_> = cx
+        .catalog_support(Cause::Terminated)
+        .into_iter()
+        .filter(|s| facts::is_node_lifecycle(s.hit.sig))
+        .collect();
+    let best = sup.first()?;
+    let own = sup
+        .iter()
+        .any(|s| matches!(s.at, Place::Event | Place::State));
+    let mut f = cx.finding_from(Cause::Terminated, &sup, |s| {
+        format!("the pod went down with its node: {}", s.hit.sig.meaning)
+    })?;
+    let strength = best.hit.sig.strength;
+    let floor = if own && strength >= Strength::Strong {
+        Some(Strength::Strong)
+    } else {
+        (strength >= Strength::Moderate).then_some(Strength::Moderate)
+    };
+    if let Some(floor) = floor {
+        f.score = f.score.max(floor.score());
+    }
+    let mut f = f
+        .on(NODE_LIFECYCLE)
+        .fix("nothing to fix in the program: the node was shut down, drained or removed, and the controller starts the pod elsewhere")
+        .fix("if losing the pod hurt, give the workload more than one replica and a PodDisruptionBudget, make shutdown on SIGTERM fast, and set terminationGracePeriodSeconds to cover it")
+        .cmd(cx.kubectl("get events --sort-by=.lastTimestamp"));
+    if let Some(n) = &cx.pod.node_name {
+        f = f.cmd(format!("kubectl get events -A --field-selector involvedObject.kind=Node,involvedObject.name={n}"));
+    }
+    Some(f.why(format!(
+        "a node-lifecycle message ({}) says why the container stopped",
+        best.hit.sig.id
+    )))
+}
+
 fn check_terminated(cx: &Context) -> Vec<Finding> {
-    let mut out = Vec::new();
+    let mut out: Vec<Finding> = node_lifecycle_finding(cx).into_iter().collect();
     for c in &cx.pod.containers {
         let Some(t) = c.last_termination() else {
             continue;
@@ -608,7 +716,8 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
     let probe_events = cx.events_with(|e| {
         e.reason == "Unhealthy" || classes::is("probe.restart-after-failure", &e.message)
     });
-    let evicted = cx.events_with(|e| e.reason == "Evicted");
+    let evicted =
+        cx.events_with(|e| e.reason == "Evicted" && facts::node_lifecycle(&e.message).is_none());
     if let Some(e) = stops.first()
         && probe_events.is_empty()
         && evicted.is_empty()
@@ -635,4 +744,71 @@ fn check_terminated(cx: &Context) -> Vec<Finding> {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::causes::Cause;
+    use crate::diagnose::{Confidence, Diagnosis, diagnose};
+    use crate::ingest::{Doc, FileKind, Parts, assemble};
+
+    /// A ReplicaSet's pod whose container `box` (with `extra` spec lines)
+    /// exited 0 six times.
+    fn diagnosed(image: &str, extra: &str, owner: &str) -> Vec<Diagnosis> {
+        let pod = format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: box-1\n  ownerReferences:\n  - {{kind: {owner}, name: box-6b7c9d8f5e, controller: true}}\nspec:\n  containers:\n  - name: box\n    image: {image}\n{extra}status:\n  containerStatuses:\n  - name: box\n    restartCount: 6\n    lastState:\n      terminated: {{exitCode: 0, reason: Completed}}\n    state:\n      waiting: {{reason: CrashLoopBackOff}}\n"
+        );
+        let mut parts = Parts::default();
+        parts.add_doc(
+            FileKind::Objects,
+            Doc {
+                name: "pod.yaml".into(),
+                text: pod,
+                line_offset: 0,
+            },
+        );
+        diagnose(&assemble(parts).pods[0], &[]).diagnoses
+    }
+
+    fn cites_the_image(d: &Diagnosis) -> bool {
+        d.evidence.iter().any(|e| e.text.contains("no command"))
+    }
+
+    #[test]
+    fn an_image_whose_default_is_a_shell_is_decisive_with_no_command_and_no_tty() {
+        let ds = diagnosed("busybox:1.36", "", "ReplicaSet");
+        assert_eq!(ds[0].cause, Cause::ExitZero, "{ds:#?}");
+        assert_eq!(ds[0].confidence, Confidence::High);
+        assert!(cites_the_image(&ds[0]), "{ds:#?}");
+        assert!(ds[0].summary.contains("`sh`"), "{}", ds[0].summary);
+        assert!(
+            ds[0].fix[0].contains("the command it should run"),
+            "{:?}",
+            ds[0].fix
+        );
+        assert!(ds[0].fix[1].contains("command: ["), "{:?}", ds[0].fix);
+    }
+
+    #[test]
+    fn a_command_a_tty_or_an_image_without_a_default_shell_is_not_the_image() {
+        for (image, extra) in [
+            (
+                "busybox:1.36",
+                "    command: [\"sh\", \"-c\", \"echo ready\"]\n",
+            ),
+            ("busybox:1.36", "    args: [\"echo\", \"ready\"]\n"),
+            ("busybox:1.36", "    tty: true\n"),
+            ("python:3.12", "    stdin: true\n"),
+            ("registry.example.com/team/web:1.0", ""),
+        ] {
+            let ds = diagnosed(image, extra, "ReplicaSet");
+            let ez = ds.iter().find(|d| d.cause == Cause::ExitZero);
+            let ez = ez.unwrap_or_else(|| panic!("{image} {extra}: {ds:#?}"));
+            assert!(!cites_the_image(ez), "{image} {extra}: {ez:#?}");
+            assert!(ez.confidence < Confidence::High, "{image} {extra}: {ez:#?}");
+        }
+        // Under a Job, exit 0 is the work being done.
+        let ds = diagnosed("busybox:1.36", "", "Job");
+        assert!(ds.iter().all(|d| d.cause != Cause::ExitZero), "{ds:#?}");
+    }
 }

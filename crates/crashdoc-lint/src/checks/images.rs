@@ -132,6 +132,96 @@ spec:
     },
 };
 
+pub static DEFAULT_SHELL: Check = Check {
+    id: "image/default-shell",
+    cause: Cause::ExitZero,
+    severity: Severity::Error,
+    what: "A Deployment, StatefulSet, DaemonSet or ReplicaSet (or a bare Pod with restartPolicy Always) runs an image whose default process is a shell or an interactive interpreter (busybox, alpine, ubuntu, debian, centos, fedora, rockylinux, almalinux; python, node, ruby, php's cli) and sets no `command`, no `args`, no `tty` and no `stdin`.",
+    why: "Without a terminal or an open stdin, `sh`, `bash`, `python3`, `node` or `irb` reads end-of-file at once and exits 0; the kubelet restarts it after every exit (restartPolicy Always), into CrashLoopBackOff with exit code 0 and `Completed`.",
+    fix: "Set `command` (and `args`) to the program the container exists for; to keep a toolbox container idle, `command: [\"sleep\", \"infinity\"]`.",
+    source: "Each image's default CMD from its Dockerfile (crates/crashdoc-core/catalog/images.yaml names the file: docker-library/busybox, alpinelinux/docker-alpine, debuerreotype/docker-debian-artifacts, docker-library/python, nodejs/docker-node, docker-library/ruby, docker-library/php, ...); Kubernetes docs, Define a Command and Arguments for a Container (no command and no args: the image's ENTRYPOINT and CMD run); the exit-zero rule of crashdoc-core reads the same knowledge from the status.",
+    example: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: toolbox
+spec:
+  template:
+    spec:
+      containers:
+      - name: toolbox
+        image: busybox:1.36
+"#,
+    near_miss: r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: toolbox
+spec:
+  template:
+    spec:
+      containers:
+      - name: toolbox
+        image: busybox:1.36
+        command: ["sleep", "infinity"]
+      - name: shell
+        image: python:3.12-slim
+        stdin: true
+        tty: true
+"#,
+    fixture_flags: &[],
+    fixture_against: "",
+    run: |cx, oi, out| {
+        let obj = cx.obj(oi);
+        let bare_pod_always = obj.kind == "Pod"
+            && obj
+                .value
+                .pointer("/spec/restartPolicy")
+                .and_then(serde_json::Value::as_str)
+                .is_none_or(|p| p == "Always");
+        if !k8s::expects_service(&obj.kind) && !bare_pod_always {
+            return;
+        }
+        let unread: Vec<&str> = obj
+            .annotation(crate::SPEC_UNREAD_ANNOTATION)
+            .map(|a| a.split(',').map(str::trim).collect())
+            .unwrap_or_default();
+        each_container(cx, oi, false, |_, _, _, c| {
+            if unread.contains(&c.name.as_str()) {
+                return;
+            }
+            let set = |k: &str| {
+                c.v.get(k)
+                    .is_some_and(|v| !v.is_null() && v != &serde_json::Value::Array(vec![]))
+            };
+            if set("command") || set("args") {
+                return;
+            }
+            let on = |k: &str| c.v.get(k).and_then(serde_json::Value::as_bool) == Some(true);
+            if on("tty") || on("stdin") {
+                return;
+            }
+            let image = c.image();
+            let Some(default) = crashdoc_core::images::default_process(image) else {
+                return;
+            };
+            out.push(Hit {
+                path: c.path.clone().key("image"),
+                container: Some(c.name.clone()),
+                message: format!(
+                    "`{}` of this {} sets no command or args, so `{image}` runs its default `{}` ({}), which with no tty and no stdin exits 0 at once; the kubelet restarts it into CrashLoopBackOff",
+                    c.name,
+                    obj.kind,
+                    default.command_line(),
+                    default.process.words()
+                ),
+                fix: format!(
+                    "- name: {}\n  image: {image}\n  command: [\"/path/to/your/program\"]   # the process this container exists for\n  # a toolbox kept idle instead: command: [\"sleep\", \"infinity\"]",
+                    c.name
+                ),
+            });
+        });
+    },
+};
+
 pub static PULL_NEVER: Check = Check {
     id: "image/pull-policy-never",
     cause: Cause::ImagePull,

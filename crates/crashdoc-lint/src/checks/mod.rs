@@ -122,6 +122,7 @@ pub static ALL: &[&Check] = &[
     &images::MUTABLE_TAG,
     &images::NO_DIGEST,
     &images::PULL_NEVER,
+    &images::DEFAULT_SHELL,
     &images::MODEL_REVISION,
     &images::DIFF_IMAGE_CHANGED,
     &resources::NO_MEMORY,
