@@ -95,6 +95,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!(concat!(env!("OUT_DIR"), "/catalog/k8s-ecosystem.json")),
     ),
     (
+        "clients.yaml",
+        include_str!(concat!(env!("OUT_DIR"), "/catalog/clients.json")),
+    ),
+    (
         "observability-messaging.yaml",
         include_str!(concat!(
             env!("OUT_DIR"),
