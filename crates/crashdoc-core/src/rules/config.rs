@@ -270,6 +270,41 @@ static CONFIG_WORDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b|(?:^|\s|`)--[a-z][a-z0-9-]+|(?i:\b(?:config(?:uration)?|environment variable|env var|setting|parameter)\b)").expect("static regex")
 });
 
+/// Whether the word at `start..end` of `text` is part of a module, class,
+/// file or path name (`app.configuration`, `configuration_utils`,
+/// `/etc/config/x`): a name says where the error happened, not that a
+/// setting was rejected.
+fn inside_a_name(text: &str, start: usize, end: usize) -> bool {
+    let joins = |c: char| matches!(c, '.' | '_' | '/' | '\\');
+    let before = text[..start].chars().next_back();
+    let after = text[end..].chars().next();
+    // A flag (`--config`) is matched with its dashes: only a word can sit in a name.
+    let word = text[start..end]
+        .trim()
+        .chars()
+        .next()
+        .is_some_and(char::is_alphabetic);
+    word && (before.is_some_and(joins) || after.is_some_and(joins))
+}
+
+/// The canonical names of gRPC status codes (grpc/grpc doc/statuscodes.md;
+/// grpc-go codes/codes.go): upper-case with underscores like a variable,
+/// but a call's outcome, not a setting.
+fn is_status_code(word: &str) -> bool {
+    const GRPC_CODES: &[&str] = &[
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "OUT_OF_RANGE",
+        "DATA_LOSS",
+    ];
+    GRPC_CODES.contains(&word.trim())
+}
+
 fn check_bad_config(cx: &Context) -> Vec<Finding> {
     let mut out = Vec::new();
     if let Some(f) = cx.from_logs(Cause::BadConfig, |s| {
@@ -286,7 +321,10 @@ fn check_bad_config(cx: &Context) -> Vec<Finding> {
     // An exception whose message names a variable, a flag or a setting.
     for s in cx.marker_support(SigKind::Exception) {
         let body = crate::text::strip_log_prefix(&s.hit.line.text);
-        let Some(m) = CONFIG_WORDS.find(body) else {
+        let Some(m) = CONFIG_WORDS
+            .find_iter(body)
+            .find(|m| !inside_a_name(body, m.start(), m.end()) && !is_status_code(m.as_str()))
+        else {
             continue;
         };
         let mut f = Finding::new(
