@@ -195,9 +195,18 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     rank(&mut merged);
     let candidates = rules::candidates::candidates(&cx, &merged);
     merged.extend(candidates);
+    merged.retain(|f| !f.evidence.is_empty());
+    if let [top, second, ..] = &mut merged[..]
+        && !top.status_only
+    {
+        let line = why_first(top, second);
+        let head = format!("ranked above {}:", second.cause);
+        if !top.reasoning.iter().any(|r| r.starts_with(&head)) {
+            top.reasoning.push(line);
+        }
+    }
 
     let missing = missing_evidence(pod, collector_missing);
-    merged.retain(|f| !f.evidence.is_empty());
     // Silent evidence: nothing but the status speaks (an exit code, `Error`,
     // a back-off), so no cause is named and `unknown` leads the candidates.
     let silent = !merged.is_empty() && merged.iter().all(|f| f.status_only);
@@ -434,6 +443,16 @@ fn rank(f: &mut Vec<Finding>) {
     if f.len() < 2 {
         return;
     }
+    // The alternatives: below the first, a finding that accounts for
+    // evidence the first leaves unexplained comes before one that only
+    // reads the first's own evidence another way (score order within each).
+    let explained: Vec<String> = f[0].evidence.iter().map(|e| e.reference.clone()).collect();
+    let rest = f.split_off(1);
+    let (more, same): (Vec<Finding>, Vec<Finding>) = rest
+        .into_iter()
+        .partition(|x| x.evidence.iter().any(|e| !explained.contains(&e.reference)));
+    f.extend(more);
+    f.extend(same);
     let (first, rest) = f.split_at_mut(1);
     let top = &mut first[0];
     for other in rest.iter().take(2) {
@@ -444,6 +463,52 @@ fn rank(f: &mut Vec<Finding>) {
             }
         }
     }
+}
+
+/// One line: why the first finding ranks above the second, when no rule
+/// declares a precedence between them.
+fn why_first(top: &Finding, second: &Finding) -> String {
+    use crate::strength::Strength;
+    let level = |x: &Finding| {
+        Strength::ALL
+            .iter()
+            .rev()
+            .find(|s| x.score + 1e-4 >= s.score())
+            .map_or("hint", |s| s.id())
+    };
+    let at = |x: &Finding| {
+        x.evidence
+            .first()
+            .map(|e| format!(" ({})", e.reference))
+            .unwrap_or_default()
+    };
+    let why = if second.status_only {
+        format!(
+            "a message names it{}; {} rests on the status alone",
+            at(top),
+            second.cause
+        )
+    } else if top.score > second.score + 1e-4 {
+        format!(
+            "its evidence is {}{}, {}'s {}{}",
+            level(top),
+            at(top),
+            second.cause,
+            level(second),
+            at(second)
+        )
+    } else {
+        let unexplained = top
+            .evidence
+            .iter()
+            .filter(|e| !second.evidence.contains(e))
+            .count();
+        format!(
+            "equal support; it accounts for {unexplained} piece(s) of evidence that {} does not",
+            second.cause
+        )
+    };
+    format!("ranked above {}: {why}", second.cause)
 }
 
 fn unknown(pod: &Pod, cx: &Context, missing: &[Missing]) -> Diagnosis {
