@@ -717,6 +717,37 @@ mod tests {
         assert_eq!(ranked(on), [Cause::Permission, Cause::Volume]);
     }
 
+    /// The alternative that explains other evidence comes before the one
+    /// that re-reads the first's; a near miss: with no other evidence, the
+    /// score order stands.
+    #[test]
+    fn alternatives_explain_what_the_first_leaves() {
+        let cite = |r: &str| Cite::new(SourceKind::Log, r, "line");
+        let top = Finding::new(Cause::PortConflict, 0.9, "bind").cite(&cite("log:3"));
+        let same = Finding::new(Cause::BadConfig, 0.7, "config").cite(&cite("log:3"));
+        let other = Finding::new(Cause::DiskFull, 0.6, "disk").cite(&cite("events:1"));
+        let mut f = vec![top.clone(), same.clone(), other.clone()];
+        rank(&mut f);
+        let got: Vec<Cause> = f.iter().map(|x| x.cause).collect();
+        assert_eq!(
+            got,
+            [Cause::PortConflict, Cause::DiskFull, Cause::BadConfig]
+        );
+        let other_same = Finding::new(Cause::DiskFull, 0.6, "disk").cite(&cite("log:3"));
+        let mut f = vec![top.clone(), same.clone(), other_same];
+        rank(&mut f);
+        let got: Vec<Cause> = f.iter().map(|x| x.cause).collect();
+        assert_eq!(
+            got,
+            [Cause::PortConflict, Cause::BadConfig, Cause::DiskFull]
+        );
+        let line = why_first(&top, &same);
+        assert!(
+            line.starts_with("ranked above bad-config: its evidence is decisive (log:3)"),
+            "{line}"
+        );
+    }
+
     #[test]
     fn empty_pod_is_unknown_with_missing() {
         let r = diagnose(&Pod::default(), &[]);
