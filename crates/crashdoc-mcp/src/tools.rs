@@ -768,6 +768,7 @@ fn scan_summary(report: &Report, total: usize) -> String {
 /// passed through crashdoc-core's redaction once more on the way out.
 pub(crate) fn structured(mut v: Value, text: String) -> CallToolResult {
     redact_value(&mut v);
+    let text = crashdoc_core::redact::mask_urls_in(&text);
     let text = crashdoc_core::redact::redact(&text).into_owned();
     let json_text = serde_json::to_string_pretty(&v).unwrap_or_default();
     let mut r = CallToolResult::structured(v);
@@ -778,6 +779,9 @@ pub(crate) fn structured(mut v: Value, text: String) -> CallToolResult {
 fn redact_value(v: &mut Value) {
     match v {
         Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = crashdoc_core::redact::mask_urls_in(s) {
+                *s = r;
+            }
             if let std::borrow::Cow::Owned(r) = crashdoc_core::redact::redact(s) {
                 *s = r;
             }
