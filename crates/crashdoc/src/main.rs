@@ -326,6 +326,7 @@ const HINTED: &[crashdoc_core::hint::Finder] = {
         finder::<crashdoc_watch::WatchError>,
         finder::<crashdoc_lint::input::InputError>,
         finder::<crashdoc_mcp::ServeError>,
+        finder::<crashdoc_mcp::UnknownTool>,
         finder::<watch::NoHistoryPlace>,
     ]
 };
