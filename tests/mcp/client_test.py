@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -239,20 +240,40 @@ async def offline(binary, c: Checks):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    # With a bearer token (from a file, as a mounted Secret gives it), every
+    # tool named, paths confined to the repository.
+    token = secrets.token_urlsafe(32)
+    token_dir = tempfile.mkdtemp()
+    token_file = Path(token_dir) / "token"
+    token_file.write_text(token + "\n")
     proc = subprocess.Popen(
-        [str(binary), "mcp", "--http", f"127.0.0.1:{port}"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+        [str(binary), "mcp", "--http", f"127.0.0.1:{port}", "--auth-token-file", str(token_file),
+         "--tools", ",".join(sorted(TOOLS)), "--root", str(ROOT)],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True,
     )
     try:
         line = proc.stderr.readline()
         c.check(f"http://127.0.0.1:{port}/mcp" in line, f"--http: {line.strip()}")
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+        import urllib.request, urllib.error
+        try:
+            urllib.request.urlopen(urllib.request.Request(
+                f"http://127.0.0.1:{port}/mcp", data=b"{}", method="POST",
+                headers={"Content-Type": "application/json"}), timeout=5)
+            status, challenge = 200, ""
+        except urllib.error.HTTPError as e:
+            status, challenge = e.code, e.headers.get("WWW-Authenticate", "")
+        c.check(status == 401 and "resource_metadata=" in challenge,
+                f"streamable HTTP without the token: {status}, WWW-Authenticate: {challenge}")
+        import httpx
+        auth = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        async with auth, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=auth) as (read, write, *_):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 names = {t.name for t in (await s.list_tools()).tools}
                 r = await call(s, "analyze", {"path": "examples/vllm-oom"})
                 c.check(
                     names == TOOLS and not r.is_error and top(r.structured_content) == "oom-killed",
-                    "streamable HTTP: tools/list and analyze examples/vllm-oom: oom-killed",
+                    "streamable HTTP with a bearer token: tools/list and analyze examples/vllm-oom: oom-killed",
                 )
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -223,7 +223,7 @@ fn mcp_stdio(args: &[&str], calls: &[serde_json::Value]) -> (String, String) {
         stdout.read_line(&mut line).expect("read");
         answers.push_str(&line);
     }
-    drop(send);
+    let _ = send;
     drop(stdin);
     let out = child.wait_with_output().expect("wait");
     (answers, String::from_utf8_lossy(&out.stderr).into_owned())
