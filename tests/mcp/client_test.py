@@ -264,8 +264,9 @@ async def offline(binary, c: Checks):
             status, challenge = e.code, e.headers.get("WWW-Authenticate", "")
         c.check(status == 401 and "resource_metadata=" in challenge,
                 f"streamable HTTP without the token: {status}, WWW-Authenticate: {challenge}")
-        import httpx
-        auth = httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        # the SDK's HTTP client is httpx2 (mcp 2.x); headers on it reach every MCP request
+        import httpx2
+        auth = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300))
         async with auth, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=auth) as (read, write, *_):
             async with ClientSession(read, write) as s:
                 await s.initialize()
