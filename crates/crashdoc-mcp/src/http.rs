@@ -63,6 +63,8 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// `--max-concurrent-calls`: per client (its IP address).
     pub max_concurrent_calls: usize,
+    /// `--tls-cert` / `--tls-key`: serve HTTPS.
+    pub tls: Option<crate::TlsFiles>,
 }
 
 impl Default for HttpOptions {
@@ -74,6 +76,7 @@ impl Default for HttpOptions {
             audience: None,
             max_body_bytes: 4 << 20,
             max_concurrent_calls: 16,
+            tls: None,
         }
     }
 }

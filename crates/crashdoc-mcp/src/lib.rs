@@ -26,6 +26,8 @@ mod http;
 
 pub use http::{HttpOptions, PRM_PATH, Token};
 mod lint;
+mod tls;
+pub use tls::TlsFiles;
 mod tools;
 
 pub use lint::{FailOn, LintParams};
@@ -187,6 +189,12 @@ pub enum ServeError {
     NoAuth { addr: SocketAddr },
     #[error("--insecure-no-auth serves only a loopback address, not {addr}")]
     InsecureNotLoopback { addr: SocketAddr },
+    #[error("cannot use {} as the TLS {what}: {reason}", file.display())]
+    Tls {
+        file: PathBuf,
+        what: &'static str,
+        reason: String,
+    },
     #[error("the MCP HTTP server on {addr} failed")]
     Http {
         addr: SocketAddr,
@@ -213,6 +221,10 @@ impl crashdoc_core::Hint for ServeError {
             ),
             ServeError::InsecureNotLoopback { .. } => Some(
                 "bind 127.0.0.1 (or ::1), or give the server a token with --auth-token-file FILE"
+                    .into(),
+            ),
+            ServeError::Tls { .. } => Some(
+                "--tls-cert takes a PEM certificate chain (the server's certificate first), --tls-key its PEM private key (PKCS#8, PKCS#1 or SEC1); e.g. `openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1`"
                     .into(),
             ),
             ServeError::Http { .. } => None,
@@ -258,11 +270,14 @@ pub async fn serve_http(
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
+    // the certificate and key are read before the port is taken
+    let tls = options.tls.as_ref().map(tls::server_config).transpose()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
     let bound = listener.local_addr().unwrap_or(addr);
-    eprintln!("crashdoc mcp: listening on http://{bound}/mcp");
+    eprintln!("crashdoc mcp: listening on {scheme}://{bound}/mcp");
     let ct = tokio_util::sync::CancellationToken::new();
     let mut hosts = vec![
         "localhost".to_string(),
@@ -279,7 +294,7 @@ pub async fn serve_http(
         LocalSessionManager::default().into(),
         config,
     );
-    let doors = http::Doors::new(options, "http");
+    let doors = http::Doors::new(options, scheme);
     let router = axum::Router::new()
         .nest_service("/mcp", service)
         .layer(axum::middleware::from_fn_with_state(
@@ -292,14 +307,25 @@ pub async fn serve_http(
             axum::routing::get(http::metadata),
         )
         .with_state(doors);
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
+    let stop = async move {
         shutdown.await;
         ct.cancel();
-    })
-    .await
+    };
+    let app = router.into_make_service_with_connect_info::<SocketAddr>();
+    match tls {
+        Some(config) => {
+            use axum::serve::ListenerExt as _;
+            // tap_io: axum gives the peer address of any listener it wraps
+            let listener = tls::TlsListener::new(listener, config).tap_io(|_| {});
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
+        }
+    }
     .map_err(|source| ServeError::Http { addr, source })
 }

@@ -33,6 +33,12 @@ pub struct McpArgs {
     /// This server's URL as its tokens name it (the metadata's `resource`; default: the URL a request came to).
     #[arg(long, value_name = "URL")]
     pub auth_audience: Option<String>,
+    /// Over HTTP, serve HTTPS with this PEM certificate chain (the server's certificate first).
+    #[arg(long, value_name = "FILE", requires = "tls_key", requires = "http")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Expose only these tools (comma-separated; `history-export` lets `history` write bundles). Over HTTP the default is every tool but `capture`, without history export.
     #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
@@ -87,7 +93,8 @@ redaction apply: no secret value ever reaches a tool result.
 By default it speaks MCP on standard input and output, as an assistant starts it;
 with --http ADDR it serves streamable HTTP at http://ADDR/mcp (Host headers are checked
 against loopback names and ADDR). Over HTTP every request needs `Authorization: Bearer TOKEN`
-(--auth-token-file or CRASHDOC_MCP_TOKEN; --insecure-no-auth on loopback only), `capture` and
+(--auth-token-file or CRASHDOC_MCP_TOKEN; --insecure-no-auth on loopback only), HTTPS with
+--tls-cert/--tls-key, `capture` and
 history export are off unless --tools names them, and `analyze`/`lint` read only under --root. docs/mcp.md has the configuration for Claude Desktop,
 Claude Code, VS Code and Cursor.
 
@@ -95,6 +102,7 @@ Examples:
   claude mcp add crashdoc -- crashdoc mcp
   crashdoc mcp --context prod -n llm
   crashdoc mcp --http 0.0.0.0:8765 --auth-token-file /run/secrets/mcp-token --root /srv/cases
+  crashdoc mcp --http 0.0.0.0:8443 --auth-token-file /run/secrets/mcp-token --tls-cert cert.pem --tls-key key.pem
   crashdoc mcp --http 127.0.0.1:8765 --insecure-no-auth";
 
 pub fn mcp(a: McpArgs) -> anyhow::Result<()> {
@@ -112,6 +120,13 @@ pub fn mcp(a: McpArgs) -> anyhow::Result<()> {
         audience: a.auth_audience.clone(),
         max_body_bytes: a.max_body_bytes,
         max_concurrent_calls: a.max_concurrent_calls,
+        tls: match (&a.tls_cert, &a.tls_key) {
+            (Some(cert), Some(key)) => Some(crashdoc_mcp::TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        },
     };
     let defaults = crashdoc_mcp::Defaults {
         bounds,

@@ -96,6 +96,17 @@ fn post(port: u16, token: Option<&str>, session: Option<&str>, body: &str) -> An
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60)))
         .expect("timeout");
+    exchange(&mut s, port, token, session, body)
+}
+
+/// One request on `s` (plain or TLS), its answer read to the end.
+fn exchange(
+    s: &mut impl ReadWrite,
+    port: u16,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> Answer {
     let mut req = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
         body.len()
@@ -111,6 +122,7 @@ fn post(port: u16, token: Option<&str>, session: Option<&str>, body: &str) -> An
     req.push_str("\r\n");
     let _ = s.write_all(req.as_bytes());
     let _ = s.write_all(body.as_bytes());
+    let _ = s.flush();
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
     let raw = String::from_utf8_lossy(&raw).into_owned();
@@ -134,6 +146,9 @@ fn post(port: u16, token: Option<&str>, session: Option<&str>, body: &str) -> An
         body,
     }
 }
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
 
 /// A chunked body's bytes.
 fn dechunk(mut rest: &str) -> String {
@@ -450,4 +465,160 @@ fn no_auth_is_refused_off_loopback_and_without_the_flag() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(a.status, 200, "{line}{}", a.head);
+}
+
+/// A self-signed certificate for localhost and 127.0.0.1 (openssl CLI).
+fn self_signed(d: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (d.join("cert.pem"), d.join("key.pem"));
+    let out = Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+            // an end-entity certificate (webpki refuses a CA as a server's)
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
+            "-keyout",
+        ])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl (the test makes its certificate with it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
+}
+
+/// One request over TLS to 127.0.0.1:`port`, trusting only `cert`.
+fn post_tls(cert: &Path, port: u16, token: Option<&str>, body: &str) -> Answer {
+    use rustls_pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pki_types::CertificateDer::pem_file_iter(cert).expect("cert") {
+        roots.add(c.expect("cert")).expect("root");
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("client");
+    let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).expect("TLS handshake");
+    }
+    exchange(&mut tls, port, token, None, body)
+}
+
+#[test]
+fn https_with_a_token_initializes_and_plain_http_gets_nothing() {
+    let d = dir("tls");
+    let (cert, key) = self_signed(&d);
+    let token = d.join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).expect("token file");
+    let port = free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
+        .args([
+            "mcp",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--auth-token-file",
+        ])
+        .arg(&token)
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .env_remove("CRASHDOC_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run crashdoc mcp");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("read");
+    let s = Server { child, port };
+    assert!(
+        line.contains(&format!("https://127.0.0.1:{port}/mcp")),
+        "{line}"
+    );
+
+    let a = post_tls(&cert, s.port, Some(TOKEN), INIT);
+    assert_eq!(a.status, 200, "{}{}", a.head, a.body);
+    assert_eq!(
+        a.json()["result"]["serverInfo"]["name"],
+        "crashdoc",
+        "{}",
+        a.body
+    );
+    let none = post_tls(&cert, s.port, None, INIT);
+    assert_eq!(none.status, 401, "{}", none.head);
+    let challenge = none.header("www-authenticate").unwrap_or_default();
+    assert!(
+        challenge.contains(&format!(
+            "resource_metadata=\"https://127.0.0.1:{port}/.well-known/oauth-protected-resource"
+        )),
+        "{challenge}"
+    );
+    // plain HTTP on the TLS port: no HTTP answer
+    let plain = post(s.port, Some(TOKEN), None, INIT);
+    assert_eq!(plain.status, 0, "{}", plain.head);
+    // and the server still serves TLS
+    assert_eq!(post_tls(&cert, s.port, Some(TOKEN), INIT).status, 200);
+}
+
+#[test]
+fn a_bad_tls_key_is_an_error_with_a_hint_that_shows_nothing_of_the_file() {
+    let d = dir("tls-bad");
+    let (cert, _) = self_signed(&d);
+    let key = d.join("bad-key.pem");
+    std::fs::write(
+        &key,
+        "-----BEGIN PRIVATE KEY-----\nTlsKeyCanary7781\n-----END PRIVATE KEY-----\n",
+    )
+    .expect("key");
+    let token = d.join("token");
+    std::fs::write(&token, format!("{TOKEN}\n")).expect("token file");
+    let out = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--auth-token-file"])
+        .arg(&token)
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .env_remove("CRASHDOC_MCP_TOKEN")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("as the TLS key") && err.contains("hint: --tls-cert takes a PEM"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("TlsKeyCanary7781") && !err.contains(TOKEN),
+        "{err}"
+    );
 }
