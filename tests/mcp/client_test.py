@@ -2,7 +2,7 @@
 """`crashdoc mcp` tested with a real MCP client: the Python `mcp` SDK.
 
 Offline (the default): launches `crashdoc mcp` over stdio and once more with
-`--http` (streamable HTTP), lists the tools, calls each one against the
+`--http` (streamable HTTP over TLS, a bearer token), lists the tools, calls each one against the
 shipped examples (examples/), checks the results, the error conventions
 (tool failures as isError results carrying the CLI's hint, an unknown tool as
 a protocol error) and that no secret value planted in a Secret, an env var and
@@ -23,6 +23,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -239,20 +240,55 @@ async def offline(binary, c: Checks):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    # Over HTTPS (a self-signed certificate made here with the openssl CLI),
+    # with a bearer token (from a file, as a mounted Secret gives it), every
+    # tool named, paths confined to the repository.
+    token = secrets.token_urlsafe(32)
+    token_dir = Path(tempfile.mkdtemp())
+    token_file = token_dir / "token"
+    token_file.write_text(token + "\n")
+    cert, key = token_dir / "cert.pem", token_dir / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+         "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-addext", "basicConstraints=critical,CA:FALSE", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )
+    url = f"https://127.0.0.1:{port}/mcp"
     proc = subprocess.Popen(
-        [str(binary), "mcp", "--http", f"127.0.0.1:{port}"], cwd=ROOT, stderr=subprocess.PIPE, text=True
+        [str(binary), "mcp", "--http", f"127.0.0.1:{port}", "--auth-token-file", str(token_file),
+         "--tls-cert", str(cert), "--tls-key", str(key),
+         "--tools", ",".join(sorted(TOOLS)), "--root", str(ROOT)],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True,
     )
     try:
         line = proc.stderr.readline()
-        c.check(f"http://127.0.0.1:{port}/mcp" in line, f"--http: {line.strip()}")
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+        c.check(url in line, f"--http with --tls-cert: {line.strip()}")
+        import ssl
+        import urllib.error
+        import urllib.request
+        tls = ssl.create_default_context(cafile=str(cert))
+        try:
+            urllib.request.urlopen(urllib.request.Request(
+                url, data=b"{}", method="POST",
+                headers={"Content-Type": "application/json"}), timeout=5, context=tls)
+            status, challenge = 200, ""
+        except urllib.error.HTTPError as e:
+            status, challenge = e.code, e.headers.get("WWW-Authenticate", "")
+        c.check(status == 401 and f'resource_metadata="https://127.0.0.1:{port}/' in challenge,
+                f"HTTPS without the token: {status}, WWW-Authenticate: {challenge}")
+        # the SDK's HTTP client is httpx2 (mcp 2.x); headers on it reach every MCP request
+        import httpx2
+        auth = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, verify=str(cert),
+                                  timeout=httpx2.Timeout(30, read=300))
+        async with auth, streamable_http_client(url, http_client=auth) as (read, write, *_):
             async with ClientSession(read, write) as s:
                 await s.initialize()
                 names = {t.name for t in (await s.list_tools()).tools}
                 r = await call(s, "analyze", {"path": "examples/vllm-oom"})
                 c.check(
                     names == TOOLS and not r.is_error and top(r.structured_content) == "oom-killed",
-                    "streamable HTTP: tools/list and analyze examples/vllm-oom: oom-killed",
+                    "streamable HTTP over TLS with a bearer token: tools/list and analyze examples/vllm-oom: oom-killed",
                 )
     finally:
         proc.send_signal(signal.SIGTERM)

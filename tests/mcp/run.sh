@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `crashdoc mcp` with a real MCP client (the Python `mcp` SDK): tests/mcp/client_test.py.
 #
-#   tests/mcp/run.sh            offline: stdio and streamable HTTP, the shipped examples, errors, secrets
+#   tests/mcp/run.sh            offline: stdio and streamable HTTP (HTTPS with a bearer token; needs openssl), the shipped examples, errors, secrets
 #   tests/mcp/run.sh --live     against the cluster tier's control plane (tests/cluster/run.sh runs it
 #                               while the cluster is up; hold /tmp/crashdoc-cluster.lock otherwise)
 #

@@ -1,6 +1,6 @@
 //! Where a history is (`--db`): a redb file or a PostgreSQL URL, opened
-//! through one function, [`open`]; and [`mask_url`], the one function that
-//! takes credentials out of a URL before it is shown anywhere.
+//! through one function, [`open`]. URLs are shown only through
+//! [`mask_url`] (crashdoc-core's, re-exported).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -50,56 +50,9 @@ impl std::fmt::Debug for Location {
     }
 }
 
-/// The URL with its credentials replaced by `***`: the password of the
-/// userinfo (`user:***@host`) and the value of every `password=` and
-/// `sslpassword=` query parameter. Anything that is not a URL is returned
-/// with the same parameters masked. The only function that turns a URL
-/// into text for a message, a log, a metric or a bundle.
-pub fn mask_url(url: &str) -> String {
-    let (head, query) = split_query(url);
-    let mut out = String::with_capacity(url.len());
-    match head.find("://") {
-        Some(i) => {
-            let (scheme, rest) = head.split_at(i + 3);
-            out.push_str(scheme);
-            // The userinfo ends at the last '@' of the authority; a
-            // password may hold '/', so when the first path separator
-            // comes before an '@', the last '@' of the whole head counts.
-            match rest.rfind('@') {
-                Some(at) => {
-                    let userinfo = &rest[..at];
-                    match userinfo.find(':') {
-                        Some(colon) => {
-                            out.push_str(&userinfo[..colon]);
-                            out.push_str(":***");
-                        }
-                        None => out.push_str(userinfo),
-                    }
-                    out.push_str(&rest[at..]);
-                }
-                None => out.push_str(rest),
-            }
-        }
-        None => out.push_str(head),
-    }
-    if let Some(q) = query {
-        out.push('?');
-        let parts: Vec<String> = q
-            .split('&')
-            .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if is_secret_param(k) => format!("{k}=***"),
-                _ => kv.to_string(),
-            })
-            .collect();
-        out.push_str(&parts.join("&"));
-    }
-    out
-}
-
-fn is_secret_param(k: &str) -> bool {
-    let k = percent_decode(k).to_ascii_lowercase();
-    k == "password" || k == "sslpassword"
-}
+/// The URL with its credentials masked: crashdoc-core's one function.
+pub use crashdoc_core::redact::mask_url;
+use crashdoc_core::redact::percent_decode;
 
 /// The URL before its query, and the query. The query starts at the first
 /// '?' after the userinfo (a password may hold a '?').
@@ -108,35 +61,6 @@ fn split_query(url: &str) -> (&str, Option<&str>) {
     match url[from..].find('?') {
         Some(i) => (&url[..from + i], Some(&url[from + i + 1..])),
         None => (url, None),
-    }
-}
-
-/// `%XX` sequences decoded (invalid ones kept as they are).
-pub(crate) fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
-        {
-            out.push(h * 16 + l);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
     }
 }
 
@@ -276,32 +200,6 @@ fn password(o: &OpenOptions) -> Result<Option<String>, HistoryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn masks() {
-        for (url, masked) in [
-            (
-                "postgres://u:secret@h:5432/db",
-                "postgres://u:***@h:5432/db",
-            ),
-            ("postgres://u@h/db", "postgres://u@h/db"),
-            ("postgres://h/db", "postgres://h/db"),
-            (
-                "postgresql://u:p%40ss@h/db?sslmode=require&password=zz&application_name=x",
-                "postgresql://u:***@h/db?sslmode=require&password=***&application_name=x",
-            ),
-            ("postgres://u:a/b?c@h/db", "postgres://u:***@h/db"),
-            ("postgres://u:a@b@h/db", "postgres://u:***@h/db"),
-            (
-                "postgres://h/db?sslpassword=k",
-                "postgres://h/db?sslpassword=***",
-            ),
-            ("postgres://h/db?PASSWORD=k", "postgres://h/db?PASSWORD=***"),
-            ("/var/lib/h.redb", "/var/lib/h.redb"),
-        ] {
-            assert_eq!(mask_url(url), masked, "{url}");
-        }
-    }
 
     #[test]
     fn locations() {

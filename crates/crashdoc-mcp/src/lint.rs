@@ -49,6 +49,31 @@ pub struct LintParams {
     pub list: Option<bool>,
 }
 
+/// The call's paths (manifests, config, older render) through `--root`
+/// when the server confines them.
+fn confined(mut p: LintParams, b: &crate::Bounds) -> anyhow::Result<LintParams> {
+    if !b.confine {
+        return Ok(p);
+    }
+    let c = |s: &str| -> anyhow::Result<String> {
+        Ok(crate::confine::confine(b.root.as_deref(), s)?
+            .to_string_lossy()
+            .into_owned())
+    };
+    if let Some(paths) = &mut p.paths {
+        for s in paths.iter_mut() {
+            *s = c(s)?;
+        }
+    }
+    if let Some(s) = &p.config {
+        p.config = Some(c(s)?);
+    }
+    if let Some(s) = &p.against {
+        p.against = Some(c(s)?);
+    }
+    Ok(p)
+}
+
 #[tool_router(router = lint_router, vis = "pub(crate)")]
 impl CrashdocMcp {
     #[tool(
@@ -61,7 +86,8 @@ Returns the crashdoc/lint-v1 JSON (`findings`, `summary`) plus `failing`.",
         &self,
         Parameters(p): Parameters<LintParams>,
     ) -> Result<CallToolResult, McpError> {
-        Ok(match blocking(move || run(p)).await {
+        let bounds = self.defaults.bounds.clone();
+        Ok(match blocking(move || run(confined(p, &bounds)?)).await {
             Ok((v, text)) => structured(v, text),
             Err(e) => failure(e),
         })

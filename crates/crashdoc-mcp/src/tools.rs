@@ -167,16 +167,28 @@ pub struct FleetParams {
 /// The MCP server: one per session.
 #[derive(Clone)]
 pub struct CrashdocMcp {
-    defaults: Arc<Defaults>,
+    pub(crate) defaults: Arc<Defaults>,
     tool_router: ToolRouter<Self>,
 }
 
 #[tool_router]
 impl CrashdocMcp {
     pub fn new(defaults: Defaults) -> Self {
+        let mut tool_router = Self::tool_router() + Self::lint_router();
+        if let Some(only) = &defaults.bounds.tools {
+            // `--tools`: the others are neither listed nor callable.
+            let names: Vec<String> = tool_router
+                .list_all()
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            for n in names.iter().filter(|n| !only.contains(n.as_str())) {
+                tool_router.remove_route(n);
+            }
+        }
         CrashdocMcp {
             defaults: Arc::new(defaults),
-            tool_router: Self::tool_router() + Self::lint_router(),
+            tool_router,
         }
     }
 
@@ -192,7 +204,15 @@ per pod the ranked causes with evidence, fix and next commands, and what evidenc
     ) -> Result<CallToolResult, McpError> {
         let evidence = match (p.path, p.text) {
             (Some(path), None) => {
-                let path = PathBuf::from(path);
+                let bounds = &self.defaults.bounds;
+                let path = if bounds.confine {
+                    match crate::confine::confine(bounds.root.as_deref(), &path) {
+                        Ok(p) => p,
+                        Err(e) => return Ok(failure(e.into())),
+                    }
+                } else {
+                    PathBuf::from(path)
+                };
                 blocking(move || {
                     ingest::read_path(&path).map_err(|e| {
                         anyhow::Error::new(e).context(format!("cannot analyse {}", path.display()))
@@ -267,7 +287,11 @@ Returns the diagnosis of what was captured and the bundle's path.",
     ) -> Result<CallToolResult, McpError> {
         let run = async {
             let c = self.collect(&p.cluster, &p.target).await?;
-            let path = PathBuf::from(&p.output);
+            let path = if self.defaults.bounds.confine {
+                confine_output(self.defaults.bounds.root.as_deref(), &p.output)?
+            } else {
+                PathBuf::from(&p.output)
+            };
             let context = p.cluster.context.clone().or(self.defaults.context.clone());
             let files: usize = c.pods.iter().map(|x| x.files.len()).sum();
             let pods = c.pods.clone();
@@ -419,6 +443,15 @@ reads. Reads the history database only, no cluster access.",
         Parameters(p): Parameters<HistoryParams>,
     ) -> Result<CallToolResult, McpError> {
         let defaults = self.defaults.clone();
+        if p.export.is_some() && defaults.bounds.no_export {
+            return Ok(failure(
+                ArgError::new(
+                    "history export is off on this server",
+                    "list captures without `export`; the server's operator enables it with `--tools ...,history-export`",
+                )
+                .into(),
+            ));
+        }
         let run = blocking(move || {
             let store = open_history(p.db.as_deref(), &defaults)?;
             history(p, store)
@@ -465,6 +498,12 @@ pub(crate) fn open_history(
     use anyhow::Context as _;
     let loc = match db {
         Some(s) => match s.parse::<crashdoc_history::Location>() {
+            Ok(crashdoc_history::Location::File(_)) if d.bounds.confine => {
+                crashdoc_history::Location::File(crate::confine::confine(
+                    d.bounds.root.as_deref(),
+                    s,
+                )?)
+            }
             Ok(crashdoc_history::Location::File(p)) => crashdoc_history::Location::File(p),
             _ => {
                 return Err(ArgError::new(
@@ -486,8 +525,58 @@ pub(crate) fn open_history(
     crashdoc_history::open(&loc, &o).with_context(|| format!("cannot read the history {loc}"))
 }
 
+/// Where a capture over HTTP writes: a new name in a folder inside
+/// `--root`.
+fn confine_output(root: Option<&std::path::Path>, out: &str) -> anyhow::Result<PathBuf> {
+    let p = std::path::Path::new(out);
+    let (parent, name) = match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => (parent, name),
+        _ => return Err(crate::confine::confine(None, out).unwrap_err().into()),
+    };
+    let parent = parent.to_string_lossy();
+    let parent = if parent.is_empty() { "." } else { &parent };
+    let dir = crate::confine::confine(root, parent)?;
+    let to = dir.join(name);
+    if to.symlink_metadata().is_ok() {
+        return Err(ArgError::new(
+            "the capture's `output` exists already",
+            "name a new file or folder under the server's --root",
+        )
+        .into());
+    }
+    Ok(to)
+}
+
 #[tool_handler(router = self.tool_router)]
 impl rmcp::ServerHandler for CrashdocMcp {
+    /// A call as the router runs it, bounded by `--tool-timeout`.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        let call = self.tool_router.call(tcc);
+        match self.defaults.bounds.timeout {
+            None => call.await,
+            Some(t) => match tokio::time::timeout(t, call).await {
+                Ok(r) => r,
+                Err(_) => Ok(failure(
+                    ArgError::new(
+                        &format!(
+                            "the {name} tool did not finish within the server's --tool-timeout of {} s",
+                            t.as_secs_f64()
+                        ),
+                        "narrow the call (a pod rather than a workload, fewer log lines), or ask the operator for a longer --tool-timeout",
+                    )
+                    .into(),
+                )
+                .into()),
+            },
+        }
+    }
+
     fn get_info(&self) -> rmcp::model::ServerConfig {
         rmcp::model::ServerConfig::new(
             rmcp::model::ServerCapabilities::builder()
@@ -768,6 +857,7 @@ fn scan_summary(report: &Report, total: usize) -> String {
 /// passed through crashdoc-core's redaction once more on the way out.
 pub(crate) fn structured(mut v: Value, text: String) -> CallToolResult {
     redact_value(&mut v);
+    let text = crashdoc_core::redact::mask_urls_in(&text);
     let text = crashdoc_core::redact::redact(&text).into_owned();
     let json_text = serde_json::to_string_pretty(&v).unwrap_or_default();
     let mut r = CallToolResult::structured(v);
@@ -778,6 +868,9 @@ pub(crate) fn structured(mut v: Value, text: String) -> CallToolResult {
 fn redact_value(v: &mut Value) {
     match v {
         Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = crashdoc_core::redact::mask_urls_in(s) {
+                *s = r;
+            }
             if let std::borrow::Cow::Owned(r) = crashdoc_core::redact::redact(s) {
                 *s = r;
             }
@@ -816,6 +909,7 @@ const HINTED: &[crashdoc_core::hint::Finder] = {
     use crashdoc_core::hint::finder;
     &[
         finder::<ArgError>,
+        finder::<crate::confine::Refused>,
         finder::<ingest::InputError>,
         finder::<crashdoc_core::causes::UnknownCause>,
         finder::<KubeError>,

@@ -168,10 +168,12 @@ fn floor_sec(t: jiff::Timestamp) -> jiff::Timestamp {
     jiff::Timestamp::from_second(t.as_second()).unwrap_or(t)
 }
 
+/// A log line on standard error, every URL in it masked.
 pub(crate) fn log(msg: &str) {
     eprintln!(
-        "{} {msg}",
-        jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        "{} {}",
+        jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+        crashdoc_core::redact::mask_urls_in(msg)
     );
 }
 

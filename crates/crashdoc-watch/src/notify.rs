@@ -238,7 +238,12 @@ impl Webhook {
                         break;
                     }
                 }
-                Ok(Err(e)) => last_err = format!("cannot reach the webhook: {e}"),
+                Ok(Err(e)) => {
+                    last_err = crashdoc_core::redact::mask_urls_in(&format!(
+                        "cannot reach the webhook: {e}"
+                    ))
+                    .into_owned()
+                }
                 Err(_) => last_err = "the webhook did not answer within 10 s".into(),
             }
         }

@@ -90,7 +90,8 @@ async fn collect_target(
     )
     .await?;
     if verbose {
-        eprint!("{}", collected(&c, started.elapsed()));
+        let lines = collected(&c, started.elapsed());
+        eprint!("{}", crashdoc_core::redact::mask_urls_in(&lines));
     }
     Ok(c)
 }

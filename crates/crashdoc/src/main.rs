@@ -326,6 +326,7 @@ const HINTED: &[crashdoc_core::hint::Finder] = {
         finder::<crashdoc_watch::WatchError>,
         finder::<crashdoc_lint::input::InputError>,
         finder::<crashdoc_mcp::ServeError>,
+        finder::<crashdoc_mcp::UnknownTool>,
         finder::<watch::NoHistoryPlace>,
     ]
 };
@@ -333,10 +334,18 @@ const HINTED: &[crashdoc_core::hint::Finder] = {
 /// uv-style errors: `error:`, every cause, then every hint found in the
 /// chain. Returns how many hints it printed.
 fn report_error(e: &anyhow::Error) -> usize {
+    use crashdoc_core::redact::mask_urls_in;
     let mut err = anstream::stderr();
-    let _ = writeln!(err, "{} {e}", owo_colors::OwoColorize::red(&"error:"));
+    // A URL in any message (--db, --webhook, the kubeconfig's server, an
+    // OIDC issuer, or one a library put in its error) is shown masked.
+    let _ = writeln!(
+        err,
+        "{} {}",
+        owo_colors::OwoColorize::red(&"error:"),
+        mask_urls_in(&e.to_string())
+    );
     for cause in e.chain().skip(1) {
-        let _ = writeln!(err, "  Caused by: {cause}");
+        let _ = writeln!(err, "  Caused by: {}", mask_urls_in(&cause.to_string()));
     }
     let hints = crashdoc_core::hint::hints(e.chain(), HINTED);
     for h in &hints {
