@@ -40,6 +40,13 @@ fn free_port() -> u16 {
 
 /// The server with a token file in `d`, and `extra` flags.
 fn start(d: &Path, extra: &[&str]) -> Server {
+    let (server, line) = start_with_line(d, extra);
+    assert!(line.contains("listening"), "{line}");
+    server
+}
+
+/// The same, with the first line the server printed on stderr.
+fn start_with_line(d: &Path, extra: &[&str]) -> (Server, String) {
     let token = d.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).expect("token file");
     let port = free_port();
@@ -62,8 +69,7 @@ fn start(d: &Path, extra: &[&str]) -> Server {
     BufReader::new(child.stderr.take().expect("stderr"))
         .read_line(&mut line)
         .expect("read");
-    assert!(line.contains("listening"), "{line}");
-    Server { child, port }
+    (Server { child, port }, line)
 }
 
 struct Answer {
@@ -532,32 +538,9 @@ fn post_tls(cert: &Path, port: u16, token: Option<&str>, body: &str) -> Answer {
 fn https_with_a_token_initializes_and_plain_http_gets_nothing() {
     let d = dir("tls");
     let (cert, key) = self_signed(&d);
-    let token = d.join("token");
-    std::fs::write(&token, format!("{TOKEN}\n")).expect("token file");
-    let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
-        .args([
-            "mcp",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--auth-token-file",
-        ])
-        .arg(&token)
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .env_remove("CRASHDOC_MCP_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run crashdoc mcp");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("read");
-    let s = Server { child, port };
+    let (cert_s, key_s) = (cert.to_str().expect("utf-8"), key.to_str().expect("utf-8"));
+    let (s, line) = start_with_line(&d, &["--tls-cert", cert_s, "--tls-key", key_s]);
+    let port = s.port;
     assert!(
         line.contains(&format!("https://127.0.0.1:{port}/mcp")),
         "{line}"
