@@ -32,6 +32,17 @@ pub fn expects_service(kind: &str) -> bool {
     )
 }
 
+/// Whether whatever the object's containers do, they are restarted when
+/// they exit: a controller that expects a service, or a bare Pod whose
+/// restartPolicy is (or defaults to) Always.
+pub fn restarts_on_exit(kind: &str, v: &Value) -> bool {
+    expects_service(kind)
+        || kind == "Pod"
+            && v.pointer("/spec/restartPolicy")
+                .and_then(Value::as_str)
+                .is_none_or(|p| p == "Always")
+}
+
 pub fn get<'a>(v: &'a Value, path: &Path) -> Option<&'a Value> {
     let mut cur = v;
     for s in &path.0 {

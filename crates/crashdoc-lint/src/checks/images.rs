@@ -171,13 +171,8 @@ spec:
     fixture_against: "",
     run: |cx, oi, out| {
         let obj = cx.obj(oi);
-        let bare_pod_always = obj.kind == "Pod"
-            && obj
-                .value
-                .pointer("/spec/restartPolicy")
-                .and_then(serde_json::Value::as_str)
-                .is_none_or(|p| p == "Always");
-        if !k8s::expects_service(&obj.kind) && !bare_pod_always {
+        // A bare Pod restarts too: its restartPolicy defaults to Always.
+        if !k8s::restarts_on_exit(&obj.kind, &obj.value) {
             return;
         }
         let unread: Vec<&str> = obj

@@ -131,13 +131,7 @@ spec:
     run: |cx, oi, out| {
         let obj = cx.obj(oi);
         // A bare Pod restarts too: its restartPolicy defaults to Always.
-        let bare_pod_always = obj.kind == "Pod"
-            && obj
-                .value
-                .pointer("/spec/restartPolicy")
-                .and_then(Value::as_str)
-                .is_none_or(|p| p == "Always");
-        if !k8s::expects_service(&obj.kind) && !bare_pod_always {
+        if !k8s::restarts_on_exit(&obj.kind, &obj.value) {
             return;
         }
         each_container(cx, oi, false, |_, _, _, c| {
