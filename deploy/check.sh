@@ -65,14 +65,8 @@ find_helm() {
 if [[ "${1:-}" == "--install-helm" ]] && ! find_helm >/dev/null; then
   # helm from the Go module proxy (no binary download); ~2-6 min on 2 cores.
   echo "installing helm $HELM_PIN with go install into ~/.cache/crashdoc-tools/helm-$HELM_PIN" >&2
-  # The ldflags of helm's Makefile: its version, and the Kubernetes version
-  # `helm template` assumes (1.20 when unset, which fails kubeVersion checks).
-  P=helm.sh/helm/v3
-  GOFLAGS=-buildvcs=false GOBIN="$HOME/.cache/crashdoc-tools/helm-$HELM_PIN" nice -n 10 go install -trimpath \
-    -ldflags "-w -s -X $P/internal/version.version=$HELM_PIN -X $P/internal/version.gitTreeState=clean
-      -X $P/pkg/lint/rules.k8sVersionMajor=1 -X $P/pkg/lint/rules.k8sVersionMinor=37
-      -X $P/pkg/chartutil.k8sVersionMajor=1 -X $P/pkg/chartutil.k8sVersionMinor=37" "$P/cmd/helm@$HELM_PIN" \
-    || { echo "deploy/check.sh: go install of helm failed" >&2; exit 1; }
+  CRASHDOC_HELM_VERSION=$HELM_PIN "$HERE/../scripts/helm-build" >/dev/null \
+    || { echo "deploy/check.sh: scripts/helm-build $HELM_PIN failed" >&2; exit 1; }
 fi
 if ! HELM_BIN=$(find_helm); then
   echo "SKIP deploy/check.sh: helm not found (not on PATH, HELM unset, nothing in ~/.cache/crashdoc-tools/)."
