@@ -1,4 +1,5 @@
-//! The doors of the HTTP server: bearer authentication (RFC 6750) with the
+//! The doors of the HTTP server: bearer authentication (RFC 6750), by a
+//! static token or a JWT access token from `--auth-issuer` (jwt.rs), with the
 //! Protected Resource Metadata document an MCP client looks for (RFC 9728,
 //! as the MCP authorization specification asks of a streamable HTTP
 //! server), a request body limit, and a limit on one client's concurrent
@@ -49,9 +50,12 @@ impl std::fmt::Debug for Token {
 /// How the HTTP server admits requests.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
-    /// `--auth-token-file` / `CRASHDOC_MCP_TOKEN`; `None` only with
-    /// `--insecure-no-auth` on loopback.
+    /// `--auth-token-file` / `CRASHDOC_MCP_TOKEN`.
     pub token: Option<Token>,
+    /// `--auth-jwks-file` with `--auth-issuer` and `--auth-audience`: JWT
+    /// access tokens. Neither this nor `token` only with
+    /// `--insecure-no-auth` on loopback.
+    pub jwt: Option<Arc<crate::jwt::JwtCheck>>,
     /// `--insecure-no-auth`.
     pub insecure_no_auth: bool,
     /// `--auth-issuer`: the authorization server the metadata names.
@@ -71,6 +75,7 @@ impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
             token: None,
+            jwt: None,
             insecure_no_auth: false,
             issuer: None,
             audience: None,
@@ -160,10 +165,30 @@ pub(crate) async fn metadata(State(d): State<Arc<Doors>>, headers: HeaderMap) ->
     ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
 }
 
-fn unauthorized(d: &Doors, headers: &HeaderMap, given: bool) -> Response {
+/// Whether the request's credential lets it in; `Err(None)` when it brought
+/// none, `Err(Some(why))` when it brought a wrong one.
+fn admit(o: &HttpOptions, headers: &HeaderMap) -> Result<(), Option<&'static str>> {
+    let Some(given) = bearer(headers) else {
+        return Err(None);
+    };
+    if o.token.as_ref().is_some_and(|t| t.matches(given)) {
+        return Ok(());
+    }
+    match &o.jwt {
+        Some(j) if crate::jwt::JwtCheck::looks_like_jwt(given) => {
+            j.verify(given).map_err(|r| Some(r.description()))
+        }
+        _ => Err(Some("the token is not this server's")),
+    }
+}
+
+fn unauthorized(d: &Doors, headers: &HeaderMap, wrong: Option<&str>) -> Response {
     let mut challenge = format!("Bearer resource_metadata=\"{}\"", d.metadata_url(headers));
-    if given {
-        challenge.push_str(", error=\"invalid_token\"");
+    if let Some(why) = wrong {
+        // RFC 6750 section 3: the description is printable ASCII without `"`
+        challenge.push_str(&format!(
+            ", error=\"invalid_token\", error_description=\"{why}\""
+        ));
     }
     let mut r = (
         StatusCode::UNAUTHORIZED,
@@ -203,11 +228,10 @@ pub(crate) async fn doors(
     req: Request,
     next: Next,
 ) -> Response {
-    if let Some(token) = &d.o.token {
-        match bearer(req.headers()) {
-            Some(given) if token.matches(given) => {}
-            given => return unauthorized(&d, req.headers(), given.is_some()),
-        }
+    if (d.o.token.is_some() || d.o.jwt.is_some())
+        && let Err(wrong) = admit(&d.o, req.headers())
+    {
+        return unauthorized(&d, req.headers(), wrong);
     }
     if req.method() != Method::POST {
         return next.run(req).await;

@@ -23,6 +23,7 @@
 pub mod confine;
 mod fleet;
 mod http;
+pub mod jwt;
 
 pub use http::{HttpOptions, PRM_PATH, Token};
 mod lint;
@@ -216,7 +217,7 @@ impl crashdoc_core::Hint for ServeError {
                     .into(),
             ),
             ServeError::NoAuth { .. } => Some(
-                "give the server a token with --auth-token-file FILE (or CRASHDOC_MCP_TOKEN); on a loopback address, --insecure-no-auth serves without one"
+                "give the server a token with --auth-token-file FILE (or CRASHDOC_MCP_TOKEN), or take JWTs from an issuer with --auth-issuer URL --auth-jwks-file FILE --auth-audience URL; on a loopback address, --insecure-no-auth serves without one"
                     .into(),
             ),
             ServeError::InsecureNotLoopback { .. } => Some(
@@ -248,6 +249,9 @@ pub async fn serve_stdio(defaults: Defaults) -> Result<(), ServeError> {
 
 /// No server without a token unless `--insecure-no-auth` on loopback.
 pub fn check_doors(addr: SocketAddr, o: &HttpOptions) -> Result<(), ServeError> {
+    if o.jwt.is_some() {
+        return Ok(());
+    }
     match (&o.token, o.insecure_no_auth) {
         (Some(_), _) => Ok(()),
         (None, true) if addr.ip().is_loopback() => Ok(()),

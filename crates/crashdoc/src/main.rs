@@ -327,6 +327,7 @@ const HINTED: &[crashdoc_core::hint::Finder] = {
         finder::<crashdoc_lint::input::InputError>,
         finder::<crashdoc_mcp::ServeError>,
         finder::<crashdoc_mcp::UnknownTool>,
+        finder::<crashdoc_mcp::jwt::JwksError>,
         finder::<watch::NoHistoryPlace>,
     ]
 };

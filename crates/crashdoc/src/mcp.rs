@@ -30,9 +30,17 @@ pub struct McpArgs {
     /// The OAuth authorization server that issues this server's tokens, named in its Protected Resource Metadata (RFC 9728).
     #[arg(long, value_name = "URL")]
     pub auth_issuer: Option<String>,
-    /// This server's URL as its tokens name it (the metadata's `resource`; default: the URL a request came to).
+    /// This server's URL as its tokens name it (the metadata's `resource`, the JWTs' `aud`; default: the URL a request came to).
     #[arg(long, value_name = "URL")]
     pub auth_audience: Option<String>,
+    /// Over HTTP, also accept JWT access tokens from --auth-issuer, verified with the keys of this JSON Web Key Set file (the issuer's jwks_uri document): signature, iss, aud = --auth-audience, exp.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "auth_issuer",
+        requires = "auth_audience"
+    )]
+    pub auth_jwks_file: Option<PathBuf>,
     /// Over HTTP, serve HTTPS with this PEM certificate chain (the server's certificate first).
     #[arg(long, value_name = "FILE", requires = "tls_key", requires = "http")]
     pub tls_cert: Option<PathBuf>,
@@ -93,7 +101,8 @@ redaction apply: no secret value ever reaches a tool result.
 By default it speaks MCP on standard input and output, as an assistant starts it;
 with --http ADDR it serves streamable HTTP at http://ADDR/mcp (Host headers are checked
 against loopback names and ADDR). Over HTTP every request needs `Authorization: Bearer TOKEN`
-(--auth-token-file or CRASHDOC_MCP_TOKEN; --insecure-no-auth on loopback only), HTTPS with
+(--auth-token-file or CRASHDOC_MCP_TOKEN, or JWT access tokens from --auth-issuer checked
+against --auth-jwks-file; --insecure-no-auth on loopback only), HTTPS with
 --tls-cert/--tls-key, `capture` and
 history export are off unless --tools names them, and `analyze`/`lint` read only under --root. docs/mcp.md has the configuration for Claude Desktop,
 Claude Code, VS Code and Cursor.
@@ -103,6 +112,8 @@ Examples:
   crashdoc mcp --context prod -n llm
   crashdoc mcp --http 0.0.0.0:8765 --auth-token-file /run/secrets/mcp-token --root /srv/cases
   crashdoc mcp --http 0.0.0.0:8443 --auth-token-file /run/secrets/mcp-token --tls-cert cert.pem --tls-key key.pem
+  crashdoc mcp --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem \\
+      --auth-issuer https://login.example.com --auth-jwks-file jwks.json --auth-audience https://crashdoc.example.com/mcp
   crashdoc mcp --http 127.0.0.1:8765 --insecure-no-auth";
 
 pub fn mcp(a: McpArgs) -> anyhow::Result<()> {
@@ -113,8 +124,15 @@ pub fn mcp(a: McpArgs) -> anyhow::Result<()> {
     } else {
         crashdoc_mcp::Bounds::stdio(a.tools.clone(), a.root.clone(), tool_timeout)?
     };
+    let jwt = match (&a.auth_jwks_file, &a.auth_issuer, &a.auth_audience) {
+        (Some(f), Some(iss), Some(aud)) if http => Some(std::sync::Arc::new(
+            crashdoc_mcp::jwt::JwtCheck::load(f, iss, aud)?,
+        )),
+        _ => None,
+    };
     let options = crashdoc_mcp::HttpOptions {
         token: if http { token(&a)? } else { None },
+        jwt,
         insecure_no_auth: a.insecure_no_auth,
         issuer: a.auth_issuer.clone(),
         audience: a.auth_audience.clone(),

@@ -1,7 +1,8 @@
 //! Hostile requests against the real `crashdoc mcp --http` server on a
 //! loopback port: missing and wrong tokens, an oversized body, paths out
 //! of --root (`..`, a symlink, /proc), 100 concurrent calls, a tool that is
-//! not exposed; and the authenticated initialize that gets 200.
+//! not exposed; JWT access tokens expired, for another audience or issuer,
+//! or signed by another key; and the authenticated initialize that gets 200.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -604,4 +605,160 @@ fn a_bad_tls_key_is_an_error_with_a_hint_that_shows_nothing_of_the_file() {
         !err.contains("TlsKeyCanary7781") && !err.contains(TOKEN),
         "{err}"
     );
+}
+
+/// An EC P-256 key from the openssl CLI, for signing test tokens.
+fn ec_key(d: &Path, name: &str) -> jsonwebtoken::EncodingKey {
+    let path = d.join(name);
+    let out = Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+        ])
+        .arg(&path)
+        .output()
+        .expect("openssl (install it: .ci/run does)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    jsonwebtoken::EncodingKey::from_ec_pem(&std::fs::read(&path).expect("key")).expect("EC key")
+}
+
+fn jwt(key: &jsonwebtoken::EncodingKey, kid: &str, claims: serde_json::Value) -> String {
+    let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    h.kid = Some(kid.into());
+    jsonwebtoken::encode(&h, &claims, key).expect("sign")
+}
+
+#[test]
+fn jwt_access_tokens_are_checked_for_issuer_audience_expiry_and_key() {
+    const ISS: &str = "https://login.example.test/realms/ops";
+    let d = dir("jwt");
+    let key = ec_key(&d, "issuer.pem");
+    let stranger = ec_key(&d, "stranger.pem");
+    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::ES256)
+        .expect("jwk");
+    jwk.common.key_id = Some("k1".into());
+    let jwks = d.join("jwks.json");
+    std::fs::write(&jwks, serde_json::json!({ "keys": [jwk] }).to_string()).expect("jwks");
+    // JWTs alone: no --auth-token-file, on a port the test picked
+    let port = free_port();
+    let aud = format!("http://127.0.0.1:{port}/mcp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
+        .args([
+            "mcp",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--auth-issuer",
+            ISS,
+            "--auth-audience",
+            &aud,
+            "--auth-jwks-file",
+        ])
+        .arg(&jwks)
+        .env_remove("CRASHDOC_MCP_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run crashdoc mcp");
+    let mut line = String::new();
+    BufReader::new(child.stderr.take().expect("stderr"))
+        .read_line(&mut line)
+        .expect("read");
+    let s = Server { child, port };
+    assert!(line.contains("listening"), "{line}");
+
+    let now = jiff::Timestamp::now().as_second();
+    let claims =
+        |exp: i64| serde_json::json!({"iss": ISS, "aud": aud, "sub": "oncall", "exp": exp});
+    let ok = post(
+        s.port,
+        Some(&jwt(&key, "k1", claims(now + 600))),
+        None,
+        INIT,
+    );
+    assert_eq!(ok.status, 200, "{}{}", ok.head, ok.body);
+    assert_eq!(ok.json()["result"]["serverInfo"]["name"], "crashdoc");
+
+    let refused = |token: &str, why: &str| {
+        let a = post(s.port, Some(token), None, INIT);
+        assert_eq!(a.status, 401, "{why}: {}{}", a.head, a.body);
+        let c = a.header("www-authenticate").unwrap_or_default();
+        assert!(
+            c.contains("error=\"invalid_token\"") && c.contains(why),
+            "{c}"
+        );
+        assert!(!a.head.contains(token) && !a.body.contains(token));
+    };
+    refused(
+        &jwt(&key, "k1", claims(now - 3600)),
+        "the token has expired",
+    );
+    let mut other_aud = claims(now + 600);
+    other_aud["aud"] = "https://elsewhere.example.test/mcp".into();
+    refused(
+        &jwt(&key, "k1", other_aud),
+        "the token is for another audience",
+    );
+    let mut other_iss = claims(now + 600);
+    other_iss["iss"] = "https://login.example.test/realms/dev".into();
+    refused(
+        &jwt(&key, "k1", other_iss),
+        "the token is from another issuer",
+    );
+    refused(
+        &jwt(&stranger, "k1", claims(now + 600)),
+        "the token's signature does not verify",
+    );
+    refused(
+        &jwt(&stranger, "k9", claims(now + 600)),
+        "a key the issuer's key set does not have",
+    );
+    refused(
+        "not-a-jwt-and-no-static-token",
+        "the token is not this server's",
+    );
+    assert_eq!(post(s.port, None, None, INIT).status, 401);
+}
+
+#[test]
+fn a_jwks_file_without_audience_or_with_a_shared_secret_does_not_start() {
+    let d = dir("jwt-bad");
+    let jwks = d.join("jwks.json");
+    std::fs::write(
+        &jwks,
+        r#"{"keys":[{"kty":"oct","kid":"s","k":"SecretCanary41xq"}]}"#,
+    )
+    .expect("jwks");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_crashdoc"))
+            .args(["mcp", "--http", "127.0.0.1:0", "--auth-jwks-file"])
+            .arg(&jwks)
+            .args(extra)
+            .env_remove("CRASHDOC_MCP_TOKEN")
+            .output()
+            .expect("run")
+    };
+    // clap: --auth-jwks-file needs the issuer and the audience it checks
+    let no_aud = run(&["--auth-issuer", "https://login.example.test"]);
+    assert_eq!(no_aud.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_aud.stderr).contains("--auth-audience"));
+    let oct = run(&[
+        "--auth-issuer",
+        "https://login.example.test",
+        "--auth-audience",
+        "https://mcp.example.test/mcp",
+    ]);
+    let err = String::from_utf8_lossy(&oct.stderr);
+    // errors exit 2, as every crashdoc error does
+    assert_eq!(oct.status.code(), Some(2), "{err}");
+    assert!(err.contains("symmetric") && err.contains("hint:"), "{err}");
+    assert!(!err.contains("SecretCanary41xq"), "{err}");
 }
