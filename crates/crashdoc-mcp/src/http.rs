@@ -63,6 +63,10 @@ pub struct HttpOptions {
     /// `--auth-audience`: this server's URL as tokens name it (the
     /// metadata's `resource`); default: the URL the request came to.
     pub audience: Option<String>,
+    /// `--allow-host`: Host names a request may use besides loopback and
+    /// the bound address (a Service's DNS names); `--auth-audience`'s host
+    /// is added to them.
+    pub allowed_hosts: Vec<String>,
     /// `--max-body-bytes`: a larger request gets 413.
     pub max_body_bytes: usize,
     /// `--max-concurrent-calls`: per client (its IP address).
@@ -79,6 +83,7 @@ impl Default for HttpOptions {
             insecure_no_auth: false,
             issuer: None,
             audience: None,
+            allowed_hosts: Vec::new(),
             max_body_bytes: 4 << 20,
             max_concurrent_calls: 16,
             tls: None,
@@ -142,6 +147,32 @@ impl Doors {
         };
         sem.try_acquire_owned().ok()
     }
+}
+
+/// The hosts a request's Host header may name: loopback, the bound
+/// address, `--allow-host`, and `--auth-audience`'s host (with its port).
+/// Everything else is refused with 403 by rmcp (DNS-rebinding protection).
+pub(crate) fn allowed_hosts(o: &HttpOptions, bound: std::net::IpAddr) -> Vec<String> {
+    let mut hosts = vec![
+        "localhost".to_string(),
+        "127.0.0.1".into(),
+        "::1".into(),
+        bound.to_string(),
+    ];
+    hosts.extend(o.allowed_hosts.iter().map(|h| h.trim().to_string()));
+    if let Some(a) = &o.audience {
+        let (origin, _) = split_origin(a);
+        let authority = origin.split_once("://").map_or(origin, |(_, h)| h);
+        // userinfo never belongs in an audience; keep only what follows it
+        let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        if !authority.is_empty() {
+            hosts.push(authority.to_string());
+        }
+    }
+    hosts.retain(|h| !h.is_empty());
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 fn split_origin(url: &str) -> (&str, &str) {
@@ -349,6 +380,29 @@ mod tests {
         assert_eq!(bearer(&h), Some(&b"abc"[..]));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
         assert_eq!(bearer(&h), None);
+    }
+
+    #[test]
+    fn hosts_are_loopback_the_bound_address_the_flag_and_the_audience() {
+        let o = HttpOptions {
+            audience: Some("https://mcp.example.com:8443/mcp".into()),
+            allowed_hosts: vec!["crashdoc-mcp.crashdoc.svc".into(), " ".into()],
+            ..Default::default()
+        };
+        let h = allowed_hosts(&o, "10.1.2.3".parse().unwrap());
+        assert_eq!(
+            h,
+            [
+                "10.1.2.3",
+                "127.0.0.1",
+                "::1",
+                "crashdoc-mcp.crashdoc.svc",
+                "localhost",
+                "mcp.example.com:8443"
+            ]
+        );
+        let bare = allowed_hosts(&HttpOptions::default(), "127.0.0.1".parse().unwrap());
+        assert_eq!(bare, ["127.0.0.1", "::1", "localhost"]);
     }
 
     #[test]

@@ -261,9 +261,9 @@ pub fn check_doors(addr: SocketAddr, o: &HttpOptions) -> Result<(), ServeError> 
 }
 
 /// Serve MCP over streamable HTTP at `http://ADDR/mcp` until `shutdown`
-/// completes. Host headers are checked against loopback names and ADDR's
-/// own IP (DNS-rebinding protection, rmcp's default extended by the bound
-/// address).
+/// completes. Host headers are checked against loopback names, ADDR's own
+/// IP, `--allow-host` and the audience's host (DNS-rebinding protection,
+/// rmcp's default extended).
 pub async fn serve_http(
     defaults: Defaults,
     addr: SocketAddr,
@@ -283,13 +283,7 @@ pub async fn serve_http(
     let bound = listener.local_addr().unwrap_or(addr);
     eprintln!("crashdoc mcp: listening on {scheme}://{bound}/mcp");
     let ct = tokio_util::sync::CancellationToken::new();
-    let mut hosts = vec![
-        "localhost".to_string(),
-        "127.0.0.1".into(),
-        "::1".into(),
-        bound.ip().to_string(),
-    ];
-    hosts.dedup();
+    let hosts = http::allowed_hosts(&options, bound.ip());
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
         .with_cancellation_token(ct.child_token());

@@ -53,6 +53,9 @@ pub struct McpArgs {
     /// `analyze` and `lint` read paths only inside DIR (over HTTP: no paths at all without it).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Over HTTP, also answer requests whose Host header names HOST (comma-separated or repeated; e.g. a Service's DNS names). Loopback, the bound address and --auth-audience's host always are.
+    #[arg(long, value_name = "HOST", value_delimiter = ',')]
+    pub allow_host: Vec<String>,
     /// Over HTTP, a request body larger than this gets 413.
     #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_body_bytes: usize,
@@ -100,7 +103,7 @@ redaction apply: no secret value ever reaches a tool result.
 
 By default it speaks MCP on standard input and output, as an assistant starts it;
 with --http ADDR it serves streamable HTTP at http://ADDR/mcp (Host headers are checked
-against loopback names and ADDR). Over HTTP every request needs `Authorization: Bearer TOKEN`
+against loopback names, ADDR, --allow-host and --auth-audience's host). Over HTTP every request needs `Authorization: Bearer TOKEN`
 (--auth-token-file or CRASHDOC_MCP_TOKEN, or JWT access tokens from --auth-issuer checked
 against --auth-jwks-file; --insecure-no-auth on loopback only), HTTPS with
 --tls-cert/--tls-key, `capture` and
@@ -136,6 +139,7 @@ pub fn mcp(a: McpArgs) -> anyhow::Result<()> {
         insecure_no_auth: a.insecure_no_auth,
         issuer: a.auth_issuer.clone(),
         audience: a.auth_audience.clone(),
+        allowed_hosts: a.allow_host.clone(),
         max_body_bytes: a.max_body_bytes,
         max_concurrent_calls: a.max_concurrent_calls,
         tls: match (&a.tls_cert, &a.tls_key) {

@@ -762,3 +762,56 @@ fn a_jwks_file_without_audience_or_with_a_shared_secret_does_not_start() {
     assert!(err.contains("symmetric") && err.contains("hint:"), "{err}");
     assert!(!err.contains("SecretCanary41xq"), "{err}");
 }
+
+/// initialize with this Host header, the status line's code.
+fn initialize_as_host(port: u16, host: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{INIT}",
+        INIT.len()
+    )
+    .expect("write");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_service_name_is_answered_only_when_allowed() {
+    let d = dir("hosts");
+    let plain = start(&d, &[]);
+    // DNS-rebinding protection: a name the server was not told of is refused
+    assert_eq!(
+        initialize_as_host(plain.port, "crashdoc-mcp.crashdoc.svc:8799"),
+        403
+    );
+    assert_eq!(
+        initialize_as_host(plain.port, &format!("127.0.0.1:{}", plain.port)),
+        200
+    );
+    drop(plain);
+    let d = dir("hosts-allowed");
+    let s = start(
+        &d,
+        &[
+            "--allow-host",
+            "crashdoc-mcp.crashdoc.svc,crashdoc-mcp.crashdoc.svc.cluster.local",
+            "--auth-audience",
+            "https://mcp.example.test/mcp",
+        ],
+    );
+    assert_eq!(
+        initialize_as_host(s.port, "crashdoc-mcp.crashdoc.svc:8799"),
+        200
+    );
+    assert_eq!(
+        initialize_as_host(s.port, "crashdoc-mcp.crashdoc.svc.cluster.local"),
+        200
+    );
+    assert_eq!(initialize_as_host(s.port, "mcp.example.test"), 200);
+    assert_eq!(initialize_as_host(s.port, "attacker.example.test"), 403);
+}
