@@ -102,6 +102,9 @@ VARIANTS=(
   "database+clustername+ha+persistence|$DB,history.database.clusterName=prod-eu-1,replicaCount=2,persistence.enabled=true,history.database.spool.maxCaptures=500,history.database.spool.maxMiB=64"
   "database+namespaced|$DB,watch.namespace=team-a"
   "database+namespaced+nonodes+clustername|$DB,watch.namespace=team-a,rbac.readNodes=false,history.database.clusterName=prod-eu-1"
+  "mcp|mcp.enabled=true,mcp.tokenSecret.name=crashdoc-mcp"
+  "mcp+jwks+tls|mcp.enabled=true,mcp.tokenSecret.name=crashdoc-mcp,mcp.jwks.configMap=issuer-jwks,mcp.authIssuer=https://login.example.com,mcp.authAudience=https://crashdoc-mcp.example.com/mcp,mcp.tls.secretName=crashdoc-mcp-tls,mcp.allowHosts[0]=crashdoc-mcp.example.com"
+  "mcp+jwks+jwksonly|mcp.enabled=true,mcp.jwks.configMap=issuer-jwks,mcp.authIssuer=https://login.example.com,mcp.authAudience=https://crashdoc-mcp.example.com/mcp"
   "all|replicaCount=2,persistence.enabled=true,secretKeyChecks=true,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.prometheusRule.labels.release=kube-prometheus-stack,notifications.webhook.existingSecret=crashdoc-webhook"
 )
 set_args() { [[ -n "$1" ]] && printf -- '--set\n%s\n' "$1"; }
@@ -156,6 +159,9 @@ refuse "a database URL that is not postgres://" "history/database/url" \
   --set history.database.url=mysql://crashdoc@db:3306/crashdoc --set history.database.passwordSecret.name=crashdoc-db
 refuse "a database URL without passwordSecret.name" "passwordSecret.name is empty" \
   --set history.database.url=postgres://crashdoc@db:5432/crashdoc
+refuse "mcp without a token or a key set" "needs mcp.tokenSecret.name" --set mcp.enabled=true
+refuse "mcp JWTs without the audience" "needs mcp.authIssuer and mcp.authAudience" \
+  --set mcp.enabled=true --set mcp.jwks.configMap=issuer-jwks --set mcp.authIssuer=https://login.example.com
 
 # ------------------------------------------------------------------ 4
 step "plain manifests"

@@ -225,4 +225,50 @@ else:
     cl = flag("--cluster")
     check("--cluster iff clusterName", cl == (["prod-eu-1"] if "clustername" in v else []))
 
+# --- mcp: the sidecar's doors (token and/or JWTs, TLS, hosts), its Service, its NetworkPolicy
+mcp = "mcp" in v
+sidecars = [x for x in pod["containers"] if x["name"] == "mcp"]
+check("an mcp sidecar iff mcp.enabled", len(sidecars) == (1 if mcp else 0))
+svc_mcp = [d for d in kinds("Service") if d["metadata"]["name"].endswith("-mcp")]
+np_mcp = [d for d in kinds("NetworkPolicy") if d["metadata"]["name"].endswith("-mcp")]
+check("an mcp Service and NetworkPolicy iff mcp.enabled", len(svc_mcp) == len(np_mcp) == (1 if mcp else 0))
+if mcp and sidecars:
+    m = sidecars[0]
+    margs = m["args"]
+    mvols = {vv["name"]: vv for vv in pod.get("volumes", [])}
+    mmounts = {mm["mountPath"]: mm for mm in m.get("volumeMounts", [])}
+
+    def mflag(name):
+        return [margs[i + 1] for i, a in enumerate(margs[:-1]) if a == name]
+
+    check("mcp: --http on the Service's target port",
+          mflag("--http") and mflag("--http")[0].endswith(":%d" % svc_mcp[0]["spec"]["ports"][0]["port"]))
+    check("mcp: Service is ClusterIP", svc_mcp[0]["spec"]["type"] == "ClusterIP")
+    check("mcp: the NetworkPolicy admits the MCP port only from a selector",
+          any(r.get("from") and any(p["port"] == svc_mcp[0]["spec"]["ports"][0]["port"] for p in r["ports"])
+              for r in np_mcp[0]["spec"]["ingress"]))
+    check("mcp: no --insecure-no-auth", "--insecure-no-auth" not in margs)
+    token, jwks, tls = mflag("--auth-token-file"), mflag("--auth-jwks-file"), mflag("--tls-cert")
+    check("mcp: a token file or a JWKS file", bool(token or jwks))
+    check("mcp: --auth-jwks-file iff jwks", bool(jwks) == ("jwks" in v))
+    check("mcp: --auth-token-file unless jwks alone", bool(token) == ("jwksonly" not in v))
+    for f, vol_kind in [(token, "secret"), (jwks, "configMap"), (tls, "secret")]:
+        if f:
+            mm = mmounts.get(posixpath.dirname(f[0]), {})
+            vol = mvols.get(mm.get("name"), {})
+            check(f"mcp: {f[0]} is mounted read-only from a {vol_kind}",
+                  mm.get("readOnly") is True and vol_kind in vol)
+            if vol_kind == "secret":
+                check(f"mcp: the Secret behind {f[0]} is not world-readable",
+                      vol["secret"].get("defaultMode", 0o644) & 0o007 == 0)
+    check("mcp: --tls-cert and --tls-key iff tls", (bool(tls) and bool(mflag("--tls-key"))) == ("tls" in v))
+    if jwks:
+        check("mcp: JWTs with --auth-issuer and --auth-audience",
+              len(mflag("--auth-issuer")) == 1 and len(mflag("--auth-audience")) == 1)
+    hosts = ",".join(mflag("--allow-host")).split(",")
+    name = svc_mcp[0]["metadata"]["name"]
+    ns_ = svc_mcp[0]["metadata"]["namespace"]
+    check("mcp: --allow-host has the Service's DNS names",
+          {name, f"{name}.{ns_}", f"{name}.{ns_}.svc", f"{name}.{ns_}.svc.cluster.local"} <= set(hosts))
+
 sys.exit(1 if failed else 0)

@@ -815,3 +815,50 @@ fn a_service_name_is_answered_only_when_allowed() {
     assert_eq!(initialize_as_host(s.port, "mcp.example.test"), 200);
     assert_eq!(initialize_as_host(s.port, "attacker.example.test"), 403);
 }
+
+#[test]
+fn a_secret_value_under_root_never_reaches_an_http_answer() {
+    const VALUE: &str = "HttpSecretCanary-5e1d";
+    const STORED: &str = "SHR0cFNlY3JldENhbmFyeS01ZTFk"; // base64 of VALUE, as a Secret stores it
+    let d = dir("secret");
+    let case = d.join("root").join("case");
+    std::fs::create_dir_all(&case).expect("root");
+    std::fs::write(
+        case.join("secret.yaml"),
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: api\n  namespace: shop\ndata:\n  token: {STORED}=\nstringData:\n  key: {VALUE}\n"),
+    )
+    .expect("secret");
+    std::fs::write(
+        case.join("describe-pod.txt"),
+        format!("Name:         api-7c9-x2\nNamespace:    shop\nContainers:\n  api:\n    Image:          api:1\n    State:          Waiting\n      Reason:       CrashLoopBackOff\n    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    1\n    Restart Count:  4\n    Environment:\n      API_KEY:  {VALUE}\n"),
+    )
+    .expect("describe");
+    std::fs::write(
+        case.join("logs-previous.txt"),
+        format!(
+            "loading key={VALUE}\nError: 401 Unauthorized with Authorization: Bearer {VALUE}\n"
+        ),
+    )
+    .expect("logs");
+    let s = start(&d, &["--root", &d.join("root").to_string_lossy()]);
+    let sid = session(s.port);
+    let mut seen = String::new();
+    for (i, format) in ["json", "text", "markdown", "summary"].iter().enumerate() {
+        let a = call(
+            s.port,
+            &sid,
+            40 + i as u64,
+            "analyze",
+            serde_json::json!({"path": "case", "format": format}),
+        );
+        assert_eq!(a.status, 200, "{}", a.head);
+        assert!(
+            !a.body.contains(VALUE) && !a.body.contains(STORED),
+            "{format}: {}",
+            a.body
+        );
+        seen.push_str(&a.body);
+    }
+    // near miss: the lines that held it are quoted, redacted
+    assert!(seen.contains("Bearer [REDACTED]"), "{seen}");
+}

@@ -183,3 +183,14 @@ cluster in a shared history (a database and no clusterName), "" otherwise.
   resourceNames: ["kube-system"]
   verbs: ["get"]
 {{- end }}
+
+{{/*
+The Host names the MCP sidecar answers (`--allow-host`): its Service's DNS
+names, short to fully qualified, and mcp.allowHosts.
+*/}}
+{{- define "crashdoc.mcpHosts" -}}
+{{- $svc := printf "%s-mcp" (include "crashdoc.fullname" .) -}}
+{{- $ns := .Release.Namespace -}}
+{{- $hosts := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.mcp.clusterDomain) -}}
+{{- join "," (concat $hosts .Values.mcp.allowHosts) -}}
+{{- end -}}
