@@ -264,6 +264,9 @@ pub(crate) async fn doors(
     {
         return unauthorized(&d, req.headers(), wrong);
     }
+    if req.method() == Method::DELETE {
+        return session_deleted(next.run(req).await);
+    }
     if req.method() != Method::POST {
         return next.run(req).await;
     }
@@ -303,6 +306,20 @@ pub(crate) async fn doors(
             })
         }),
     }
+}
+
+/// rmcp answers a session's DELETE with 202; an ended session is 204 No
+/// Content (RFC 9110 section 9.3.5), which MCP clients take as done (the
+/// Python SDK warns "Session termination failed: 202" otherwise).
+fn session_deleted(r: Response) -> Response {
+    if r.status() != StatusCode::ACCEPTED {
+        return r;
+    }
+    let (mut parts, _) = r.into_parts();
+    parts.status = StatusCode::NO_CONTENT;
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::empty())
 }
 
 /// A JSON-RPC error for a call past the client's limit; the server goes on.
@@ -403,6 +420,16 @@ mod tests {
         );
         let bare = allowed_hosts(&HttpOptions::default(), "127.0.0.1".parse().unwrap());
         assert_eq!(bare, ["127.0.0.1", "::1", "localhost"]);
+    }
+
+    #[test]
+    fn an_ended_session_is_no_content() {
+        let r = session_deleted((StatusCode::ACCEPTED, "x").into_response());
+        assert_eq!(r.status(), StatusCode::NO_CONTENT);
+        assert!(r.headers().get(header::CONTENT_TYPE).is_none());
+        // anything else passes as it is
+        let r = session_deleted((StatusCode::NOT_FOUND, "x").into_response());
+        assert_eq!(r.status(), StatusCode::NOT_FOUND);
     }
 
     #[test]

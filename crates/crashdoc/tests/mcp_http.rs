@@ -862,3 +862,42 @@ fn a_secret_value_under_root_never_reaches_an_http_answer() {
     // near miss: the lines that held it are quoted, redacted
     assert!(seen.contains("Bearer [REDACTED]"), "{seen}");
 }
+
+#[test]
+fn deleting_a_session_is_no_content_and_ends_it() {
+    let d = dir("delete");
+    let s = start(&d, &[]);
+    let sid = session(s.port);
+    let del = |token: &str| {
+        let mut c = TcpStream::connect(("127.0.0.1", s.port)).expect("connect");
+        write!(
+            c,
+            "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nConnection: close\r\nAuthorization: Bearer {token}\r\nMcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n",
+            s.port
+        )
+        .expect("write");
+        let mut text = String::new();
+        let _ = c.read_to_string(&mut text);
+        text
+    };
+    // the doors come first: a DELETE without the token ends nothing
+    assert!(del("wrong-token").starts_with("HTTP/1.1 401"));
+    let ok = call(
+        s.port,
+        &sid,
+        2,
+        "explain",
+        serde_json::json!({"cause": "oom-killed"}),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.head);
+    let text = del(TOKEN);
+    assert!(text.starts_with("HTTP/1.1 204"), "{text}");
+    let after = call(
+        s.port,
+        &sid,
+        3,
+        "explain",
+        serde_json::json!({"cause": "oom-killed"}),
+    );
+    assert_eq!(after.status, 404, "{}{}", after.head, after.body);
+}
