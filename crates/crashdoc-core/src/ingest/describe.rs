@@ -119,218 +119,290 @@ pub struct Described {
 
 /// Parse `kubectl describe pod` output.
 pub fn parse(doc: &Doc) -> Described {
-    let mut out = Described::default();
-    let pod = &mut out.pod;
-    let mut section = Section::Top;
-    let mut sub = Sub::None;
-    let mut current: Option<usize> = None;
-    // Which state block the Reason / Exit Code lines belong to.
-    let mut in_last_state = false;
-    let mut event_lines: Vec<(usize, &str)> = Vec::new();
-    // The Volumes section: the volume whose lines follow, and each volume's source.
-    let mut volume: Option<String> = None;
-    let mut sources: Vec<(String, Field<String>)> = Vec::new();
-
+    let mut parser = Parser::new(doc);
     for (idx, raw) in doc.text.lines().enumerate() {
-        let line = crate::text::clean_line(raw);
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed == "..." {
-            continue;
-        }
-        let lineno = doc.line_offset + idx as u64 + 1;
-        let loc = format!("{}:{}", doc.name, lineno);
-        let cite = |source: SourceKind| Cite::new(source, loc.clone(), trimmed.to_string());
+        parser.line(idx, raw);
+    }
+    parser.finish()
+}
 
-        if section == Section::Events || EVENT_ROW.is_match(trimmed) {
-            event_lines.push((idx, raw));
-            continue;
-        }
+/// One non-empty line of the paste, cleaned, with its `Key: value` split.
+struct Line<'l> {
+    raw: &'l str,
+    trimmed: &'l str,
+    /// `file:line`, where a citation points.
+    loc: String,
+    /// The key as written, when the line is `Key:` or `Key: value`.
+    name: Option<&'l str>,
+    /// That key, lowercased ("" when the line has none).
+    key: String,
+    /// Its value ("" when none).
+    value: &'l str,
+}
 
+impl<'l> Line<'l> {
+    fn new(doc: &Doc, idx: usize, raw: &'l str, trimmed: &'l str) -> Self {
         let kv = KV.captures(trimmed);
-        let (key, value) = match &kv {
-            Some(c) => (
-                c[1].trim().to_ascii_lowercase(),
-                c.get(2).map(|m| m.as_str().trim()).unwrap_or(""),
-            ),
-            None => (String::new(), ""),
-        };
+        let name = kv
+            .as_ref()
+            .and_then(|c| c.get(1))
+            .map(|m| m.as_str().trim());
+        let value = kv
+            .as_ref()
+            .and_then(|c| c.get(2))
+            .map_or("", |m| m.as_str().trim());
+        Line {
+            raw,
+            trimmed,
+            loc: format!("{}:{}", doc.name, doc.line_offset + idx as u64 + 1),
+            name,
+            key: name.unwrap_or("").to_ascii_lowercase(),
+            value,
+        }
+    }
 
-        // Section headers.
-        match key.as_str() {
-            "containers" if value.is_empty() => {
-                section = Section::Containers(ContainerKind::Main);
-                current = None;
-                continue;
-            }
-            "init containers" if value.is_empty() => {
-                section = Section::Containers(ContainerKind::Init);
-                current = None;
-                continue;
-            }
-            "ephemeral containers" if value.is_empty() => {
-                section = Section::Containers(ContainerKind::Ephemeral);
-                current = None;
-                continue;
-            }
+    /// A citation of this line itself.
+    fn cite(&self, source: SourceKind) -> Cite {
+        Cite::new(source, self.loc.clone(), self.trimmed.to_string())
+    }
+
+    /// A citation of the object field `reference`, read at this line.
+    fn cite_field(&self, source: SourceKind, reference: String) -> Cite {
+        Cite::new(source, reference, self.trimmed.to_string()).at(self.loc.clone())
+    }
+
+    fn is_container_key(&self) -> bool {
+        CONTAINER_KEYS.contains(&self.key.as_str())
+    }
+
+    fn is_pod_key(&self) -> bool {
+        POD_KEYS.contains(&self.key.as_str()) && !self.is_container_key()
+    }
+
+    /// A `NAME:` line with no value, NAME shaped like a DNS label: it opens
+    /// a container or a volume.
+    fn opening_name(&self) -> Option<&'l str> {
+        self.name
+            .filter(|n| self.value.is_empty() && DNS_LABEL.is_match(n))
+    }
+
+    fn indent(&self) -> usize {
+        self.raw.len() - self.raw.trim_start().len()
+    }
+}
+
+/// Where the parser stands in the paste and what it has gathered. Each line
+/// goes through [`Parser::line`], whose steps are tried in order; the first
+/// that takes the line ends it.
+struct Parser<'d> {
+    doc: &'d Doc,
+    out: Described,
+    section: Section,
+    sub: Sub,
+    /// The container whose lines follow (an index into `out.pod.containers`).
+    current: Option<usize>,
+    /// Which state block the Reason / Exit Code lines belong to.
+    in_last_state: bool,
+    /// Event rows, parsed together at the end.
+    event_lines: Vec<(usize, &'d str)>,
+    /// The Volumes section: the volume whose lines follow...
+    volume: Option<String>,
+    /// ...and each volume's source.
+    sources: Vec<(String, Field<String>)>,
+}
+
+impl<'d> Parser<'d> {
+    fn new(doc: &'d Doc) -> Self {
+        Parser {
+            doc,
+            out: Described::default(),
+            section: Section::Top,
+            sub: Sub::None,
+            current: None,
+            in_last_state: false,
+            event_lines: Vec::new(),
+            volume: None,
+            sources: Vec::new(),
+        }
+    }
+
+    fn line(&mut self, idx: usize, raw: &'d str) {
+        let cleaned = crate::text::clean_line(raw);
+        let trimmed = cleaned.trim();
+        if trimmed.is_empty() || trimmed == "..." {
+            return;
+        }
+        if self.section == Section::Events || EVENT_ROW.is_match(trimmed) {
+            self.event_lines.push((idx, raw));
+            return;
+        }
+        let line = Line::new(self.doc, idx, raw, trimmed);
+        if self.section_header(&line)
+            || self.pod_reason(&line)
+            || self.volume_line(&line)
+            || self.pod_key(&line)
+            || matches!(self.section, Section::Volumes | Section::Other)
+        {
+            return;
+        }
+        if line.is_container_key() {
+            self.container_key(&line);
+        } else if !self.sub_list(&line) {
+            self.open_container(&line);
+        }
+    }
+
+    /// `Containers:`, `Init Containers:`, `Ephemeral Containers:`, `Events:`,
+    /// `Volumes:`.
+    fn section_header(&mut self, line: &Line) -> bool {
+        let containers = |kind| (Section::Containers(kind), true);
+        let (section, resets_container) = match line.key.as_str() {
+            "containers" if line.value.is_empty() => containers(ContainerKind::Main),
+            "init containers" if line.value.is_empty() => containers(ContainerKind::Init),
+            "ephemeral containers" if line.value.is_empty() => containers(ContainerKind::Ephemeral),
             "events" => {
-                section = Section::Events;
-                out.saw_events_table = true;
-                continue;
+                self.out.saw_events_table = true;
+                (Section::Events, false)
             }
-            "volumes" if value.is_empty() => {
-                section = Section::Volumes;
-                continue;
+            "volumes" if line.value.is_empty() => (Section::Volumes, false),
+            _ => return false,
+        };
+        self.section = section;
+        if resets_container {
+            self.current = None;
+        }
+        true
+    }
+
+    /// Before any container, Reason and Message are the pod's (Evicted).
+    fn pod_reason(&mut self, line: &Line) -> bool {
+        let takes = self.section == Section::Top
+            && self.current.is_none()
+            && (line.key == "reason" || line.key == "message");
+        if takes {
+            top_level(
+                &mut self.out.pod,
+                &line.key,
+                line.value,
+                line.cite(SourceKind::Status),
+            );
+        }
+        takes
+    }
+
+    /// Volumes: `NAME:` opens a volume and its `Type:` names the source
+    /// (kubectl describe printVolumes: `Type:\tConfigMap (a volume
+    /// populated by a ConfigMap)`); a ConfigMap volume's `Name:` is the
+    /// ConfigMap's, not the pod's.
+    fn volume_line(&mut self, line: &Line) -> bool {
+        if self.section != Section::Volumes || (line.is_pod_key() && line.key != "name") {
+            return false;
+        }
+        if line.key == "type" {
+            if let (Some(v), Some(word)) = (&self.volume, line.value.split_whitespace().next()) {
+                let source = Field::new(volume_kind(word), line.cite(SourceKind::Spec));
+                self.sources.push((v.clone(), source));
             }
-            _ => {}
+        } else if let Some(name) = line.opening_name() {
+            self.volume = Some(name.to_string());
         }
+        true
+    }
 
-        // Before any container, Reason and Message are the pod's (Evicted).
-        if section == Section::Top && current.is_none() && (key == "reason" || key == "message") {
-            top_level(pod, &key, value, cite(SourceKind::Status));
-            continue;
+    /// A top-level pod key ends any container section (when the paste kept
+    /// its indentation, or the key cannot belong to a container).
+    fn pod_key(&mut self, line: &Line) -> bool {
+        let in_containers = matches!(self.section, Section::Containers(_));
+        if !line.is_pod_key() || (line.indent() != 0 && in_containers) {
+            return false;
         }
-
-        let is_container_key = CONTAINER_KEYS.contains(&key.as_str());
-        let is_pod_key = POD_KEYS.contains(&key.as_str()) && !is_container_key;
-        let indent = raw.len() - raw.trim_start().len();
-
-        // Volumes: `NAME:` opens a volume and its `Type:` names the source
-        // (kubectl describe printVolumes: `Type:\tConfigMap (a volume
-        // populated by a ConfigMap)`); a ConfigMap volume's `Name:` is the
-        // ConfigMap's, not the pod's.
-        if section == Section::Volumes && (!is_pod_key || key == "name") {
-            if key == "type" {
-                if let (Some(v), Some(word)) = (&volume, value.split_whitespace().next()) {
-                    let c = cite(SourceKind::Spec);
-                    sources.push((v.clone(), Field::new(volume_kind(word), c)));
-                }
-            } else if value.is_empty()
-                && let Some(c) = &kv
-                && DNS_LABEL.is_match(c[1].trim())
-            {
-                volume = Some(c[1].trim().to_string());
-            }
-            continue;
+        if line.key != "name" || !in_containers {
+            self.section = match line.key.as_str() {
+                "conditions" | "qos class" | "node-selectors" | "tolerations"
+                | "readiness gates" => Section::Other,
+                _ => Section::Top,
+            };
         }
+        if self.section == Section::Top {
+            top_level(
+                &mut self.out.pod,
+                &line.key,
+                line.value,
+                line.cite(SourceKind::Status),
+            );
+        }
+        self.sub = Sub::None;
+        true
+    }
 
-        // A top-level pod key ends any container section (when the paste kept
-        // its indentation, or the key cannot belong to a container).
-        if is_pod_key && (indent == 0 || !matches!(section, Section::Containers(_))) {
-            if key != "name" || !matches!(section, Section::Containers(_)) {
-                section = match key.as_str() {
-                    "conditions" | "qos class" | "node-selectors" | "tolerations"
-                    | "readiness gates" => Section::Other,
-                    _ => Section::Top,
+    /// A line of the sub-list the last container key opened (Command, Args,
+    /// Limits, Requests, Environment, Mounts, a probe's parameters).
+    fn sub_list(&mut self, line: &Line) -> bool {
+        let Some(i) = self.current else {
+            return false;
+        };
+        let c = &mut self.out.pod.containers[i];
+        match self.sub {
+            Sub::Command => c.command.push(line.trimmed.to_string()),
+            Sub::Args => c.args.push(line.trimmed.to_string()),
+            Sub::Limits | Sub::Requests if !line.value.is_empty() => {
+                let map = if self.sub == Sub::Limits {
+                    &mut c.limits
+                } else {
+                    &mut c.requests
                 };
+                let value = Field::new(line.value.to_string(), line.cite(SourceKind::Spec));
+                map.insert(line.key.clone(), value);
             }
-            if section == Section::Top {
-                top_level(pod, &key, value, cite(SourceKind::Status));
-            }
-            sub = Sub::None;
-            continue;
-        }
-
-        if matches!(section, Section::Volumes | Section::Other) {
-            continue;
-        }
-
-        // Inside a container block: sub-lists first.
-        if !is_container_key {
-            if let Some(i) = current {
-                let c = &mut pod.containers[i];
-                match sub {
-                    Sub::Command => {
-                        c.command.push(trimmed.to_string());
-                        continue;
-                    }
-                    Sub::Args => {
-                        c.args.push(trimmed.to_string());
-                        continue;
-                    }
-                    Sub::Limits | Sub::Requests if !value.is_empty() => {
-                        let map = if sub == Sub::Limits {
-                            &mut c.limits
-                        } else {
-                            &mut c.requests
-                        };
-                        map.insert(
-                            key.clone(),
-                            Field::new(value.to_string(), cite(SourceKind::Spec)),
-                        );
-                        continue;
-                    }
-                    Sub::Env => {
-                        if let Some(kvc) = &kv {
-                            let name = kvc[1].trim().to_string();
-                            let mut var = EnvVar {
-                                name,
-                                value: None,
-                                from: None,
-                                cite: cite(SourceKind::Spec),
-                            };
-                            if let Some(r) = ENV_REF.captures(value) {
-                                var.from = Some(EnvSource {
-                                    kind: if &r[2] == "secret" {
-                                        RefKind::Secret
-                                    } else {
-                                        RefKind::ConfigMap
-                                    },
-                                    name: r[3].to_string(),
-                                    key: Some(r[1].to_string()),
-                                    optional: r.get(4).is_some_and(|m| m.as_str() == "true"),
-                                });
-                            } else if !value.is_empty() {
-                                var.value = Some(value.to_string());
-                            }
-                            c.env.push(var);
-                        }
-                        continue;
-                    }
-                    Sub::Mounts => {
-                        if let Some(m) = MOUNT.captures(trimmed) {
-                            c.mounts.push(Mount {
-                                path: m[1].to_string(),
-                                name: m[2].to_string(),
-                                read_only: &m[3] == "ro",
-                                cite: cite(SourceKind::Spec),
-                                source: None,
-                            });
-                        }
-                        continue;
-                    }
-                    Sub::Probe => {
-                        if let Some(p) = c.probes.last_mut() {
-                            apply_probe_params(p, trimmed);
-                        }
-                        continue;
-                    }
-                    Sub::EnvFrom => continue,
-                    _ => {}
+            Sub::Env => {
+                if let Some(name) = line.name {
+                    c.env.push(env_var(name, line));
                 }
             }
-            // A new container: `name:` with no value, shaped like a DNS label.
-            if let Section::Containers(kind) = section
-                && value.is_empty()
-                && kv.is_some()
-            {
-                let name = kv
-                    .as_ref()
-                    .map(|c| c[1].trim().to_string())
-                    .unwrap_or_default();
-                if DNS_LABEL.is_match(&name) {
-                    let c = pod.container_mut_or_insert(&name);
-                    c.kind = kind;
-                    current = pod.containers.iter().position(|c| c.name == name);
-                    sub = Sub::None;
-                    in_last_state = false;
+            Sub::Mounts => {
+                if let Some(m) = MOUNT.captures(line.trimmed) {
+                    c.mounts.push(Mount {
+                        path: m[1].to_string(),
+                        name: m[2].to_string(),
+                        read_only: &m[3] == "ro",
+                        cite: line.cite(SourceKind::Spec),
+                        source: None,
+                    });
                 }
             }
-            continue;
+            Sub::Probe => {
+                if let Some(p) = c.probes.last_mut() {
+                    apply_probe_params(p, line.trimmed);
+                }
+            }
+            Sub::EnvFrom => {}
+            Sub::None | Sub::Limits | Sub::Requests => return false,
         }
+        true
+    }
 
-        // A container key with no container yet: a partial paste. Use an
-        // unnamed container that the assembler matches up later.
-        let i = match current {
+    /// A new container: `name:` with no value, shaped like a DNS label,
+    /// inside a containers section.
+    fn open_container(&mut self, line: &Line) {
+        let Section::Containers(kind) = self.section else {
+            return;
+        };
+        let Some(name) = line.opening_name() else {
+            return;
+        };
+        let pod = &mut self.out.pod;
+        pod.container_mut_or_insert(name).kind = kind;
+        self.current = pod.containers.iter().position(|c| c.name == name);
+        self.sub = Sub::None;
+        self.in_last_state = false;
+    }
+
+    /// The container the next key belongs to. A container key with no
+    /// container yet is a partial paste: an unnamed container, which the
+    /// assembler matches up later.
+    fn current_container(&mut self) -> &mut Container {
+        let pod = &mut self.out.pod;
+        let i = match self.current {
             Some(i) => i,
             None => {
                 pod.container_mut_or_insert("");
@@ -339,199 +411,241 @@ pub fn parse(doc: &Doc) -> Described {
                     .iter()
                     .position(|c| c.name.is_empty())
                     .unwrap_or(0);
-                current = Some(i);
+                self.current = Some(i);
                 i
             }
         };
-        sub = Sub::None;
-        let c = &mut pod.containers[i];
-        let status_ref = |field: &str, last: bool| {
-            let state = if last { "lastState" } else { "state" };
-            format!(
-                "status.containerStatuses[{}].{state}{field}",
-                if c.name.is_empty() { "?" } else { &c.name }
-            )
-        };
-        match key.as_str() {
+        &mut pod.containers[i]
+    }
+
+    fn container_key(&mut self, line: &Line) {
+        self.sub = Sub::None;
+        let value = line.value;
+        let key = line.key.as_str();
+        if matches!(key, "state" | "last state") {
+            self.in_last_state = key == "last state";
+        }
+        let last = self.in_last_state;
+        let c = self.current_container();
+        let sub = match key {
             "image" => {
                 c.image = Some(value.to_string());
                 // describe prints Command and Args right after Image when
                 // they are set: the container's spec is read.
                 c.spec_from = c.spec_from.max(Some(SpecFrom::Describe));
+                Sub::None
             }
-            "command" => {
-                sub = Sub::Command;
+            "command" | "args" => {
+                let list = if key == "command" {
+                    &mut c.command
+                } else {
+                    &mut c.args
+                };
                 if !value.is_empty() {
-                    c.command.push(value.to_string());
+                    list.push(value.to_string());
                 }
-            }
-            "args" => {
-                sub = Sub::Args;
-                if !value.is_empty() {
-                    c.args.push(value.to_string());
+                if key == "command" {
+                    Sub::Command
+                } else {
+                    Sub::Args
                 }
             }
             "port" | "ports" => {
-                for p in value.split(',') {
-                    if let Some(n) = p
-                        .trim()
-                        .split('/')
-                        .next()
-                        .and_then(|n| n.parse::<u16>().ok())
-                    {
-                        c.ports.push(n);
-                    }
-                }
+                c.ports.extend(
+                    value
+                        .split(',')
+                        .filter_map(|p| p.trim().split('/').next()?.parse::<u16>().ok()),
+                );
+                Sub::None
             }
             "state" | "last state" => {
-                in_last_state = key == "last state";
-                let kind = match value
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .to_ascii_lowercase()
-                    .as_str()
-                {
-                    "waiting" => Some(StateKind::Waiting),
-                    "running" => Some(StateKind::Running),
-                    "terminated" => Some(StateKind::Terminated),
-                    _ => None,
-                };
-                if let Some(kind) = kind {
-                    let r = Cite::new(
-                        SourceKind::Status,
-                        status_ref("", in_last_state),
-                        trimmed.to_string(),
-                    )
-                    .at(loc.clone());
-                    let st = ContainerState::new(kind, r);
-                    if in_last_state {
-                        c.last_state = Some(st);
-                    } else {
-                        c.state = Some(st);
-                    }
-                }
+                open_state(c, last, line);
+                Sub::None
             }
             "reason" | "exit code" | "signal" | "message" | "started" | "finished" => {
-                let kind_name = if in_last_state {
-                    c.last_state.as_ref()
-                } else {
-                    c.state.as_ref()
-                }
-                .map(|s| s.kind);
-                let field_path = match kind_name {
-                    Some(StateKind::Waiting) => ".waiting",
-                    Some(StateKind::Running) => ".running",
-                    _ => ".terminated",
-                };
-                let target = if in_last_state {
-                    &mut c.last_state
-                } else {
-                    &mut c.state
-                };
-                let st = target.get_or_insert_with(|| {
-                    ContainerState::new(
-                        StateKind::Terminated,
-                        Cite::new(SourceKind::Status, "?", trimmed.to_string()),
-                    )
-                });
-                let f = match key.as_str() {
-                    "reason" => ".reason",
-                    "exit code" => ".exitCode",
-                    "message" => ".message",
-                    "signal" => ".signal",
-                    "started" => ".startedAt",
-                    _ => ".finishedAt",
-                };
-                let path = format!(
-                    "status.containerStatuses[{}].{}{}{}",
-                    if c.name.is_empty() { "?" } else { &c.name },
-                    if in_last_state { "lastState" } else { "state" },
-                    field_path,
-                    f
-                );
-                let fc = Cite::new(SourceKind::Status, path, trimmed.to_string()).at(loc.clone());
-                match key.as_str() {
-                    "reason" => st.reason = Some(Field::new(value.to_string(), fc)),
-                    "exit code" => {
-                        if let Ok(n) = value.parse() {
-                            st.exit_code = Some(Field::new(n, fc));
-                        }
-                    }
-                    "signal" => st.signal = value.parse().ok(),
-                    "message" => st.message = Some(Field::new(value.to_string(), fc)),
-                    "started" => st.started_at = Some(value.to_string()),
-                    _ => st.finished_at = Some(value.to_string()),
-                }
+                state_field(c, last, line);
+                Sub::None
             }
-            "ready" => c.ready = Some(value.eq_ignore_ascii_case("true")),
+            "ready" => {
+                c.ready = Some(value.eq_ignore_ascii_case("true"));
+                Sub::None
+            }
             "restart count" => {
                 if let Ok(n) = value.parse() {
                     let path = format!("status.containerStatuses[{}].restartCount", c.name);
-                    c.restart_count = Some(Field::new(
-                        n,
-                        Cite::new(SourceKind::Status, path, trimmed.to_string()).at(loc.clone()),
-                    ));
+                    c.restart_count =
+                        Some(Field::new(n, line.cite_field(SourceKind::Status, path)));
                 }
+                Sub::None
             }
-            "limits" => sub = Sub::Limits,
-            "requests" => sub = Sub::Requests,
-            "environment" => {
-                sub = if value.is_empty() {
-                    Sub::Env
-                } else {
-                    Sub::None
+            "limits" => Sub::Limits,
+            "requests" => Sub::Requests,
+            "environment" if value.is_empty() => Sub::Env,
+            "environment variables from" => Sub::EnvFrom,
+            "mounts" => Sub::Mounts,
+            "restart policy" => {
+                if value.eq_ignore_ascii_case("always") && c.kind == ContainerKind::Init {
+                    c.kind = ContainerKind::Sidecar;
                 }
-            }
-            "environment variables from" => sub = Sub::EnvFrom,
-            "mounts" => sub = Sub::Mounts,
-            "restart policy"
-                if value.eq_ignore_ascii_case("always") && c.kind == ContainerKind::Init =>
-            {
-                c.kind = ContainerKind::Sidecar;
+                Sub::None
             }
             "liveness" | "readiness" | "startup" => {
-                let kind = match key.as_str() {
-                    "liveness" => ProbeKind::Liveness,
-                    "readiness" => ProbeKind::Readiness,
-                    _ => ProbeKind::Startup,
-                };
-                let path = format!("spec.containers[{}].{}", c.name, kind.field());
-                let mut p = Probe::new(
-                    kind,
-                    Cite::new(SourceKind::Spec, path, trimmed.to_string()).at(loc.clone()),
-                );
-                p.handler = value
-                    .split(" delay=")
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
-                apply_probe_params(&mut p, value);
-                c.probes.retain(|x| x.kind != kind);
-                c.probes.push(p);
-                sub = Sub::Probe;
+                probe(c, line);
+                Sub::Probe
             }
-            _ => {}
-        }
+            _ => Sub::None,
+        };
+        self.sub = sub;
     }
 
-    for (idx, raw) in event_lines {
-        let sub_doc = Doc {
-            name: doc.name.clone(),
-            text: raw.to_string(),
-            line_offset: doc.line_offset + idx as u64,
-        };
-        pod.events.extend(parse_event_lines(&sub_doc));
-    }
-    for c in &mut pod.containers {
-        for m in &mut c.mounts {
-            if let Some((_, f)) = sources.iter().find(|(v, _)| *v == m.name) {
-                m.source = Some(f.clone());
+    fn finish(self) -> Described {
+        let Parser {
+            doc,
+            mut out,
+            event_lines,
+            sources,
+            ..
+        } = self;
+        let pod = &mut out.pod;
+        for (idx, raw) in event_lines {
+            let sub_doc = Doc {
+                name: doc.name.clone(),
+                text: raw.to_string(),
+                line_offset: doc.line_offset + idx as u64,
+            };
+            pod.events.extend(parse_event_lines(&sub_doc));
+        }
+        for c in &mut pod.containers {
+            for m in &mut c.mounts {
+                if let Some((_, f)) = sources.iter().find(|(v, _)| *v == m.name) {
+                    m.source = Some(f.clone());
+                }
             }
         }
+        out
     }
-    out
+}
+
+/// `status.containerStatuses[NAME].state` or `.lastState`, then `tail`.
+fn status_path(c: &Container, last: bool, tail: &str) -> String {
+    format!(
+        "status.containerStatuses[{}].{}{tail}",
+        if c.name.is_empty() { "?" } else { &c.name },
+        if last { "lastState" } else { "state" },
+    )
+}
+
+/// An `Environment:` entry: `NAME: value` or `NAME: <set to the key 'K' of
+/// secret 'S'>`.
+fn env_var(name: &str, line: &Line) -> EnvVar {
+    let mut var = EnvVar {
+        name: name.to_string(),
+        value: None,
+        from: None,
+        cite: line.cite(SourceKind::Spec),
+    };
+    if let Some(r) = ENV_REF.captures(line.value) {
+        var.from = Some(EnvSource {
+            kind: if &r[2] == "secret" {
+                RefKind::Secret
+            } else {
+                RefKind::ConfigMap
+            },
+            name: r[3].to_string(),
+            key: Some(r[1].to_string()),
+            optional: r.get(4).is_some_and(|m| m.as_str() == "true"),
+        });
+    } else if !line.value.is_empty() {
+        var.value = Some(line.value.to_string());
+    }
+    var
+}
+
+/// `State:` / `Last State:` `Waiting|Running|Terminated`: opens that block.
+fn open_state(c: &mut Container, last: bool, line: &Line) {
+    let word = line.value.split_whitespace().next().unwrap_or("");
+    let kind = match word.to_ascii_lowercase().as_str() {
+        "waiting" => StateKind::Waiting,
+        "running" => StateKind::Running,
+        "terminated" => StateKind::Terminated,
+        _ => return,
+    };
+    let cite = line.cite_field(SourceKind::Status, status_path(c, last, ""));
+    let st = ContainerState::new(kind, cite);
+    if last {
+        c.last_state = Some(st);
+    } else {
+        c.state = Some(st);
+    }
+}
+
+/// Reason, Exit Code, Signal, Message, Started, Finished of the state block
+/// open (a terminated one when the paste starts inside it).
+fn state_field(c: &mut Container, last: bool, line: &Line) {
+    let block = if last { &c.last_state } else { &c.state };
+    let kind_path = match block.as_ref().map(|s| s.kind) {
+        Some(StateKind::Waiting) => ".waiting",
+        Some(StateKind::Running) => ".running",
+        _ => ".terminated",
+    };
+    let key = line.key.as_str();
+    let field = match key {
+        "reason" => ".reason",
+        "exit code" => ".exitCode",
+        "message" => ".message",
+        "signal" => ".signal",
+        "started" => ".startedAt",
+        _ => ".finishedAt",
+    };
+    let fc = line.cite_field(
+        SourceKind::Status,
+        status_path(c, last, &format!("{kind_path}{field}")),
+    );
+    let target = if last {
+        &mut c.last_state
+    } else {
+        &mut c.state
+    };
+    let st = target.get_or_insert_with(|| {
+        ContainerState::new(
+            StateKind::Terminated,
+            Cite::new(SourceKind::Status, "?", line.trimmed.to_string()),
+        )
+    });
+    let value = line.value;
+    match key {
+        "reason" => st.reason = Some(Field::new(value.to_string(), fc)),
+        "exit code" => {
+            if let Ok(n) = value.parse() {
+                st.exit_code = Some(Field::new(n, fc));
+            }
+        }
+        "signal" => st.signal = value.parse().ok(),
+        "message" => st.message = Some(Field::new(value.to_string(), fc)),
+        "started" => st.started_at = Some(value.to_string()),
+        _ => st.finished_at = Some(value.to_string()),
+    }
+}
+
+/// `Liveness:` / `Readiness:` / `Startup:` `HANDLER delay=…s timeout=…s …`.
+fn probe(c: &mut Container, line: &Line) {
+    let kind = match line.key.as_str() {
+        "liveness" => ProbeKind::Liveness,
+        "readiness" => ProbeKind::Readiness,
+        _ => ProbeKind::Startup,
+    };
+    let path = format!("spec.containers[{}].{}", c.name, kind.field());
+    let mut p = Probe::new(kind, line.cite_field(SourceKind::Spec, path));
+    p.handler = line
+        .value
+        .split(" delay=")
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    apply_probe_params(&mut p, line.value);
+    c.probes.retain(|x| x.kind != kind);
+    c.probes.push(p);
 }
 
 /// The volume source field describe's `Type:` word stands for: `ConfigMap`
@@ -719,6 +833,39 @@ Events:
         assert!(c.last_termination().unwrap().reason_is("OOMKilled"));
         assert_eq!(c.limits["memory"].value, "16Gi");
         assert_eq!(p.events.len(), 1);
+    }
+
+    #[test]
+    fn evicted_pod_a_native_sidecar_and_sub_lists_that_end() {
+        let text = "Name:         web-1\nNamespace:    shop\nStatus:       Failed\n\
+Reason:       Evicted\nMessage:      The node was low on resource: ephemeral-storage.\n\
+Init Containers:\n  proxy:\n    Image:          envoy\n    Ports:          8080/TCP, 9901/TCP\n\
+    Restart Policy: Always\n    State:          Running\n\
+Containers:\n  app:\n    Image:          shop:1\n    State:          Waiting\n\
+      Reason:       CrashLoopBackOff\n    Limits:\n      cpu:     500m\n\
+    Requests:\n      memory:  64Mi\n    Environment:    <none>\n\
+QoS Class:        Burstable\nEvents:           <none>\n";
+        let p = parse(&doc(text)).pod;
+        let reason = p.reason.as_ref().unwrap();
+        assert_eq!(reason.value, "Evicted");
+        assert_eq!(reason.cite.reference, "status.reason");
+        assert_eq!(reason.cite.location.as_deref(), Some("describe-pod.txt:4"));
+        let proxy = p.container("proxy").unwrap();
+        assert_eq!(proxy.kind, ContainerKind::Sidecar);
+        assert_eq!(proxy.ports, vec![8080, 9901]);
+        let app = p.container("app").unwrap();
+        assert_eq!(app.kind, ContainerKind::Main);
+        let waiting = app.state.as_ref().unwrap().reason.as_ref().unwrap();
+        assert_eq!(waiting.value, "CrashLoopBackOff");
+        assert_eq!(
+            waiting.cite.reference,
+            "status.containerStatuses[app].state.waiting.reason"
+        );
+        assert_eq!(app.limits.len(), 1);
+        assert_eq!(app.limits["cpu"].value, "500m");
+        assert_eq!(app.requests["memory"].value, "64Mi");
+        assert!(app.env.is_empty());
+        assert!(app.last_state.is_none());
     }
 
     #[test]
