@@ -662,100 +662,17 @@ pub fn read_paste<R: Read>(reader: R, name: &str) -> Result<Evidence, InputError
     Ok(assemble(parts))
 }
 
-/// Turn the parts of one folder into pods.
+/// Turn the parts of one folder into pods: gather what each input gave,
+/// choose the pods, then give each pod the evidence that is its own or no
+/// pod's in particular.
 pub fn assemble(mut parts: Parts) -> Evidence {
     let mut notes = std::mem::take(&mut parts.notes);
-
-    // 1. Pods named by describe output or objects; fragments without a name.
-    let mut named: Vec<Pod> = Vec::new();
-    let mut anon = Pod::default();
-    let mut templates: Vec<Container> = Vec::new();
-    let mut owners: Vec<Owner> = Vec::new();
-    let mut events = std::mem::take(&mut parts.events);
-    let mut pvcs = std::mem::take(&mut parts.pvcs);
-    let mut config_objects = std::mem::take(&mut parts.config_objects);
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut incoming: Vec<Pod> = Vec::new();
-    for d in parts.described.drain(..) {
-        incoming.push(d.pod);
-    }
-    for o in parts.objects.drain(..) {
-        incoming.extend(o.pods);
-        templates.extend(o.template_containers);
-        owners.extend(o.owners);
-        events.extend(o.events);
-        pvcs.extend(o.pvcs);
-        config_objects.extend(o.config_objects);
-        nodes.extend(o.nodes);
-    }
-    for p in incoming {
-        match p.name.clone() {
-            Some(n) => match named
-                .iter_mut()
-                .find(|x| x.name.as_deref() == Some(n.as_str()))
-            {
-                Some(x) => merge_pod(x, p),
-                None => named.push(p),
-            },
-            None => merge_pod(&mut anon, p),
-        }
-    }
-
-    // 2. Which pods: named ones, else the unhealthy rows of `get pods`.
+    let (named, anon, shared) = gather(&mut parts);
     let rows = std::mem::take(&mut parts.rows);
-    let hints: Vec<String> = parts
-        .logs
-        .iter()
-        .filter_map(|l| l.pod_hint.clone())
-        .collect();
-    let mut pods: Vec<Pod> = Vec::new();
-    if named.is_empty() {
-        let unhealthy: Vec<&tables::PodRow> = rows.iter().filter(|r| r.unhealthy()).collect();
-        let hinted: Vec<&tables::PodRow> = unhealthy
-            .iter()
-            .copied()
-            .filter(|r| hints.contains(&r.name))
-            .collect();
-        let chosen: Vec<&tables::PodRow> = if !hinted.is_empty() {
-            hinted
-        } else if !unhealthy.is_empty() {
-            unhealthy
-        } else {
-            rows.iter().take(1).collect()
-        };
-        if chosen.len() > 1 {
-            notes.push(format!(
-                "{} unhealthy pods are listed and no other file names one; the evidence not tied to a pod name is read for each",
-                chosen.len()
-            ));
-        }
-        for r in &chosen {
-            let mut p = anon.clone();
-            p.name = Some(r.name.clone());
-            pods.push(p);
-        }
-        if pods.is_empty() {
-            pods.push(anon);
-        }
-    } else {
-        // Fragments without a name belong to the (first) named pod.
-        let mut first = true;
-        for mut p in named {
-            if first {
-                merge_pod(&mut p, std::mem::take(&mut anon));
-                first = false;
-            }
-            pods.push(p);
-        }
-    }
+    let mut pods = choose_pods(named, anon, &rows, &parts.logs, &mut notes);
     let others = rows
         .iter()
-        .filter(|r| {
-            !pods
-                .iter()
-                .any(|p| p.name.as_deref() == Some(r.name.as_str()))
-                && r.unhealthy()
-        })
+        .filter(|r| r.unhealthy() && !pods.iter().any(|p| p.name.as_deref() == Some(&*r.name)))
         .count();
     if others > 0 && !pods.is_empty() {
         notes.push(format!(
@@ -770,68 +687,16 @@ pub fn assemble(mut parts: Parts) -> Evidence {
     let rollout = std::sync::Arc::new(std::mem::take(&mut parts.rollout));
     for pod in &mut pods {
         pod.rollout = rollout.clone();
-        if let Some(r) = rows
-            .iter()
-            .find(|r| Some(r.name.as_str()) == pod.name.as_deref())
-        {
-            let c = Cite {
-                reference: format!("{} STATUS", r.cite.reference),
-                ..r.cite.clone()
-            };
-            pod.listed_status = Some(Field::new(r.status.clone(), c));
-            pod.listed_restarts = r.restarts;
-        }
+        attach_listing(pod, &rows);
         apply_fragments(pod, &parts.fragments, &rows);
-        // Events: those about this pod, or about no pod in particular.
-        for e in &events {
-            // Events of a sibling pod of the same workload (an earlier
-            // ReplicaSet's pod) are kept: siblings fail for the same reason.
-            let about_other_pod = match (&e.object, &pod.name) {
-                (Some(o), Some(n)) => o.strip_prefix("pod/").is_some_and(|other| {
-                    let other = other.split_whitespace().next().unwrap_or(other);
-                    other != n && !same_workload(other, n)
-                }),
-                _ => false,
-            };
-            if !about_other_pod && !pod.events.contains(e) {
-                pod.events.push(e.clone());
-            }
-        }
-        for t in &templates {
-            let tc = t.clone();
-            let single = pod
-                .containers
-                .iter()
-                .filter(|c| c.kind == ContainerKind::Main)
-                .count()
-                <= 1
-                && templates
-                    .iter()
-                    .filter(|x| x.kind == ContainerKind::Main)
-                    .count()
-                    == 1;
-            let all_unnamed =
-                !pod.containers.is_empty() && pod.containers.iter().all(|c| c.name.is_empty());
-            let found = pod.containers.iter().position(|c| {
-                c.name == tc.name
-                    || (single && (c.name.is_empty() || tc.name.is_empty()) && c.kind == tc.kind)
-            });
-            match found.or(if all_unnamed { Some(0) } else { None }) {
-                Some(i) => {
-                    let c = &mut pod.containers[i];
-                    if c.name.is_empty() {
-                        c.name = tc.name.clone();
-                    }
-                    c.merge(tc);
-                }
-                None => pod.containers.push(tc),
-            }
-        }
+        attach_events(pod, &shared.events);
+        attach_templates(pod, &shared.templates);
         if pod.owner.is_none() {
-            pod.owner = owners
+            pod.owner = shared
+                .owners
                 .iter()
                 .find(|o| o.kind != "ReplicaSet")
-                .or(owners.first())
+                .or(shared.owners.first())
                 .cloned();
         }
         if pod.owner.is_none()
@@ -839,24 +704,13 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         {
             pod.owner = infer_owner(n);
         }
-        pod.pvcs.extend(pvcs.iter().cloned());
-        pod.config_objects.extend(config_objects.iter().cloned());
+        pod.pvcs.extend(shared.pvcs.iter().cloned());
+        pod.config_objects
+            .extend(shared.config_objects.iter().cloned());
         pod.object_refs.extend(parts.object_refs.iter().cloned());
-        pod.node = pod.node.take().or_else(|| nodes.first().cloned());
+        pod.node = pod.node.take().or_else(|| shared.nodes.first().cloned());
         pod.usage.extend(parts.usage.iter().cloned());
-        for l in &parts.logs {
-            let mut l = l.clone();
-            if l.pod_hint
-                .as_ref()
-                .is_some_and(|h| Some(h) != pod.name.as_ref())
-                && l.kind != LogKind::Other
-                && n_pods == 1
-            {
-                // `kubectl logs OTHER` pasted in a file of this pod: keep, as another pod's log.
-                l.kind = LogKind::Other;
-            }
-            pod.logs.push(l);
-        }
+        attach_logs(pod, &parts.logs, n_pods);
         pod.texts.extend(parts.texts.iter().cloned());
         name_anonymous_containers(pod);
         pod.sources.extend(parts.sources.iter().cloned());
@@ -871,6 +725,182 @@ pub fn assemble(mut parts: Parts) -> Evidence {
         pods,
         notes,
         collector_missing,
+    }
+}
+
+/// What the inputs gave that is no one pod's: it goes to every pod chosen.
+#[derive(Default)]
+struct Shared {
+    templates: Vec<Container>,
+    owners: Vec<Owner>,
+    events: Vec<Event>,
+    pvcs: Vec<Pvc>,
+    config_objects: Vec<ConfigObject>,
+    nodes: Vec<Node>,
+}
+
+/// The pods named by describe output or objects (one per name, merged), the
+/// fragments of pods without a name (merged into one), and what is shared.
+fn gather(parts: &mut Parts) -> (Vec<Pod>, Pod, Shared) {
+    let mut shared = Shared {
+        events: std::mem::take(&mut parts.events),
+        pvcs: std::mem::take(&mut parts.pvcs),
+        config_objects: std::mem::take(&mut parts.config_objects),
+        ..Shared::default()
+    };
+    let mut incoming: Vec<Pod> = parts.described.drain(..).map(|d| d.pod).collect();
+    for o in parts.objects.drain(..) {
+        incoming.extend(o.pods);
+        shared.templates.extend(o.template_containers);
+        shared.owners.extend(o.owners);
+        shared.events.extend(o.events);
+        shared.pvcs.extend(o.pvcs);
+        shared.config_objects.extend(o.config_objects);
+        shared.nodes.extend(o.nodes);
+    }
+    let mut named: Vec<Pod> = Vec::new();
+    let mut anon = Pod::default();
+    for p in incoming {
+        if p.name.is_none() {
+            merge_pod(&mut anon, p);
+            continue;
+        }
+        match named.iter_mut().find(|x| x.name == p.name) {
+            Some(x) => merge_pod(x, p),
+            None => named.push(p),
+        }
+    }
+    (named, anon, shared)
+}
+
+/// Which pods: the named ones (the first takes the unnamed fragments), else
+/// the unhealthy rows of `get pods` (those a log names first), else its
+/// first row, else the fragments as one unnamed pod.
+fn choose_pods(
+    named: Vec<Pod>,
+    anon: Pod,
+    rows: &[tables::PodRow],
+    logs: &[LogScan],
+    notes: &mut Vec<String>,
+) -> Vec<Pod> {
+    if !named.is_empty() {
+        let mut pods = named;
+        merge_pod(&mut pods[0], anon);
+        return pods;
+    }
+    let hints: Vec<&String> = logs.iter().filter_map(|l| l.pod_hint.as_ref()).collect();
+    let unhealthy: Vec<&tables::PodRow> = rows.iter().filter(|r| r.unhealthy()).collect();
+    let hinted: Vec<&tables::PodRow> = unhealthy
+        .iter()
+        .copied()
+        .filter(|r| hints.contains(&&r.name))
+        .collect();
+    let chosen: Vec<&tables::PodRow> = if !hinted.is_empty() {
+        hinted
+    } else if !unhealthy.is_empty() {
+        unhealthy
+    } else {
+        rows.iter().take(1).collect()
+    };
+    if chosen.len() > 1 {
+        notes.push(format!(
+            "{} unhealthy pods are listed and no other file names one; the evidence not tied to a pod name is read for each",
+            chosen.len()
+        ));
+    }
+    if chosen.is_empty() {
+        return vec![anon];
+    }
+    chosen
+        .iter()
+        .map(|r| {
+            let mut p = anon.clone();
+            p.name = Some(r.name.clone());
+            p
+        })
+        .collect()
+}
+
+/// The pod's row in a `get pods` listing: its STATUS and RESTARTS.
+fn attach_listing(pod: &mut Pod, rows: &[tables::PodRow]) {
+    if let Some(r) = rows
+        .iter()
+        .find(|r| Some(r.name.as_str()) == pod.name.as_deref())
+    {
+        let c = Cite {
+            reference: format!("{} STATUS", r.cite.reference),
+            ..r.cite.clone()
+        };
+        pod.listed_status = Some(Field::new(r.status.clone(), c));
+        pod.listed_restarts = r.restarts;
+    }
+}
+
+/// Events about this pod, or about no pod in particular. Events of a
+/// sibling pod of the same workload (an earlier ReplicaSet's pod) are kept:
+/// siblings fail for the same reason.
+fn attach_events(pod: &mut Pod, events: &[Event]) {
+    for e in events {
+        let about_other_pod = match (&e.object, &pod.name) {
+            (Some(o), Some(n)) => o.strip_prefix("pod/").is_some_and(|other| {
+                let other = other.split_whitespace().next().unwrap_or(other);
+                other != n && !same_workload(other, n)
+            }),
+            _ => false,
+        };
+        if !about_other_pod && !pod.events.contains(e) {
+            pod.events.push(e.clone());
+        }
+    }
+}
+
+/// The pod template's containers, merged into the pod's by name; with one
+/// main container on each side, an unnamed one matches by kind.
+fn attach_templates(pod: &mut Pod, templates: &[Container]) {
+    let template_mains = templates
+        .iter()
+        .filter(|x| x.kind == ContainerKind::Main)
+        .count();
+    for t in templates {
+        let pod_mains = pod
+            .containers
+            .iter()
+            .filter(|c| c.kind == ContainerKind::Main)
+            .count();
+        let single = pod_mains <= 1 && template_mains == 1;
+        let all_unnamed =
+            !pod.containers.is_empty() && pod.containers.iter().all(|c| c.name.is_empty());
+        let found = pod.containers.iter().position(|c| {
+            c.name == t.name
+                || (single && (c.name.is_empty() || t.name.is_empty()) && c.kind == t.kind)
+        });
+        match found.or(all_unnamed.then_some(0)) {
+            Some(i) => {
+                let c = &mut pod.containers[i];
+                if c.name.is_empty() {
+                    c.name = t.name.clone();
+                }
+                c.merge(t.clone());
+            }
+            None => pod.containers.push(t.clone()),
+        }
+    }
+}
+
+/// Every log goes to every pod; `kubectl logs OTHER` pasted beside a single
+/// pod's evidence is kept as another pod's log.
+fn attach_logs(pod: &mut Pod, logs: &[LogScan], n_pods: usize) {
+    for l in logs {
+        let mut l = l.clone();
+        if l.pod_hint
+            .as_ref()
+            .is_some_and(|h| Some(h) != pod.name.as_ref())
+            && l.kind != LogKind::Other
+            && n_pods == 1
+        {
+            l.kind = LogKind::Other;
+        }
+        pod.logs.push(l);
     }
 }
 
@@ -1083,5 +1113,85 @@ mod tests {
         );
         assert_eq!(infer_owner("keycloak-0").unwrap().kind, "StatefulSet");
         assert_eq!(infer_owner("demo"), None);
+    }
+    fn row(name: &str, ready: &str, status: &str) -> tables::PodRow {
+        tables::PodRow {
+            name: name.into(),
+            ready: ready.into(),
+            status: status.into(),
+            restarts: None,
+            cite: Cite::new(SourceKind::Status, "pods.txt:1", name),
+        }
+    }
+
+    fn names_of(pods: &[Pod]) -> Vec<Option<&str>> {
+        pods.iter().map(|p| p.name.as_deref()).collect()
+    }
+
+    #[test]
+    fn the_unhealthy_rows_are_the_pods_when_nothing_names_one() {
+        let rows = [
+            row("web-1", "1/1", "Running"),
+            row("web-2", "0/1", "CrashLoopBackOff"),
+            row("web-3", "0/1", "Error"),
+        ];
+        let mut anon = Pod::default();
+        anon.containers.push(Container::named("app"));
+        let mut notes = Vec::new();
+        let pods = choose_pods(vec![], anon, &rows, &[], &mut notes);
+        assert_eq!(names_of(&pods), [Some("web-2"), Some("web-3")]);
+        assert!(pods.iter().all(|p| p.containers.len() == 1));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].starts_with("2 unhealthy pods are listed"));
+
+        // Near miss: all healthy, so the first row, and no note.
+        let mut notes = Vec::new();
+        let healthy = [
+            row("web-1", "1/1", "Running"),
+            row("web-2", "1/1", "Running"),
+        ];
+        let pods = choose_pods(vec![], Pod::default(), &healthy, &[], &mut notes);
+        assert_eq!(names_of(&pods), [Some("web-1")]);
+        assert!(notes.is_empty());
+
+        // No listing at all: the fragments as one unnamed pod.
+        let pods = choose_pods(vec![], Pod::default(), &[], &[], &mut notes);
+        assert_eq!(names_of(&pods), [None]);
+    }
+
+    #[test]
+    fn unnamed_fragments_join_the_first_named_pod() {
+        let named = |n: &str| Pod {
+            name: Some(n.into()),
+            ..Pod::default()
+        };
+        let mut anon = Pod::default();
+        anon.containers.push(Container::named(""));
+        let rows = [row("other-1", "0/1", "Error")];
+        let mut notes = Vec::new();
+        let pods = choose_pods(vec![named("a"), named("b")], anon, &rows, &[], &mut notes);
+        assert_eq!(names_of(&pods), [Some("a"), Some("b")]);
+        assert_eq!((pods[0].containers.len(), pods[1].containers.len()), (1, 0));
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn a_template_container_merges_by_name_or_as_the_single_main_one() {
+        let mut template = Container::named("app");
+        template.image = Some("shop:1".into());
+        let mut pod = Pod::default();
+        pod.containers.push(Container::named(""));
+        attach_templates(&mut pod, std::slice::from_ref(&template));
+        assert_eq!(pod.containers.len(), 1);
+        assert_eq!(pod.containers[0].name, "app");
+        assert_eq!(pod.containers[0].image.as_deref(), Some("shop:1"));
+
+        // Near miss: two named main containers, neither the template's.
+        let mut pod = Pod::default();
+        pod.containers.push(Container::named("a"));
+        pod.containers.push(Container::named("b"));
+        attach_templates(&mut pod, std::slice::from_ref(&template));
+        let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "app"]);
     }
 }
