@@ -4,6 +4,7 @@
 //! not exposed; JWT access tokens expired, for another audience or issuer,
 //! or signed by another key; and the authenticated initialize that gets 200.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -50,16 +51,17 @@ fn start(d: &Path, extra: &[&str]) -> Server {
 fn start_with_line(d: &Path, extra: &[&str]) -> (Server, String) {
     let token = d.join("token");
     std::fs::write(&token, format!("{TOKEN}\n")).expect("token file");
-    let port = free_port();
+    let mut args = vec![OsString::from("--auth-token-file"), token.into()];
+    args.extend(extra.iter().map(OsString::from));
+    serve(free_port(), &args)
+}
+
+/// `crashdoc mcp --http 127.0.0.1:PORT ARGS...` with no `CRASHDOC_MCP_TOKEN`
+/// in its environment, and the first line it printed on stderr.
+fn serve(port: u16, args: &[OsString]) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
-        .args([
-            "mcp",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--auth-token-file",
-        ])
-        .arg(&token)
-        .args(extra)
+        .args(["mcp", "--http", &format!("127.0.0.1:{port}")])
+        .args(args)
         .env_remove("CRASHDOC_MCP_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -441,7 +443,6 @@ fn no_auth_is_refused_off_loopback_and_without_the_flag() {
             .output()
             .expect("run")
     };
-    let port = free_port().to_string();
     for args in [
         vec!["--http", "0.0.0.0:0"],
         vec!["--http", "0.0.0.0:0", "--insecure-no-auth"],
@@ -453,24 +454,8 @@ fn no_auth_is_refused_off_loopback_and_without_the_flag() {
         assert!(err.contains("error:") && err.contains("hint:"), "{err}");
     }
     // --insecure-no-auth on loopback serves.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
-        .args([
-            "mcp",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--insecure-no-auth",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("read");
-    let port: u16 = port.parse().expect("port");
-    let a = post(port, None, None, INIT);
-    let _ = child.kill();
-    let _ = child.wait();
+    let (s, line) = serve(free_port(), &["--insecure-no-auth".into()]);
+    let a = post(s.port, None, None, INIT);
     assert_eq!(a.status, 200, "{line}{}", a.head);
 }
 
@@ -650,29 +635,16 @@ fn jwt_access_tokens_are_checked_for_issuer_audience_expiry_and_key() {
     // JWTs alone: no --auth-token-file, on a port the test picked
     let port = free_port();
     let aud = format!("http://127.0.0.1:{port}/mcp");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crashdoc"))
-        .args([
-            "mcp",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--auth-issuer",
-            ISS,
-            "--auth-audience",
-            &aud,
-            "--auth-jwks-file",
-        ])
-        .arg(&jwks)
-        .env_remove("CRASHDOC_MCP_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run crashdoc mcp");
-    let mut line = String::new();
-    BufReader::new(child.stderr.take().expect("stderr"))
-        .read_line(&mut line)
-        .expect("read");
-    let s = Server { child, port };
+    let args = [
+        "--auth-issuer",
+        ISS,
+        "--auth-audience",
+        &aud,
+        "--auth-jwks-file",
+    ];
+    let mut args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    args.push(jwks.into());
+    let (s, line) = serve(port, &args);
     assert!(line.contains("listening"), "{line}");
 
     let now = jiff::Timestamp::now().as_second();
