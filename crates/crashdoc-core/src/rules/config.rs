@@ -50,7 +50,6 @@ static NON_EXISTENT_KEY: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 fn check_config_ref(cx: &Context) -> Vec<Finding> {
-    let mut out = Vec::new();
     let mut messages: Vec<(&str, &Cite)> = cx
         .pod
         .events
@@ -72,11 +71,36 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
         .pod
         .listed_status
         .as_ref()
-        .filter(|s| s.value.contains("CreateContainerConfigError"));
+        .filter(|s| s.value.contains("CreateContainerConfigError"))
+        .map(|s| &s.cite);
+    if let Some(f) = named_in_a_message(cx, &messages, waiting, listed)
+        .or_else(|| volume_item_key(cx, &messages))
+    {
+        return vec![f];
+    }
+    let known = against_known_objects(cx);
+    if !known.is_empty() {
+        return known;
+    }
     let run_as_non_root = messages
         .iter()
         .any(|(m, _)| classes::is("security.run-as-non-root", m));
-    for (m, cite) in &messages {
+    match waiting.or(listed) {
+        Some(c) if !run_as_non_root => vec![from_status_alone(cx, c)],
+        _ => Vec::new(),
+    }
+}
+
+/// An event or state message naming the missing ConfigMap or Secret, or the
+/// key it lacks (kubelet: `configmap "X" not found`, `couldn't find key K in
+/// Secret NS/X`).
+fn named_in_a_message(
+    cx: &Context,
+    messages: &[(&str, &Cite)],
+    waiting: Option<&Cite>,
+    listed: Option<&Cite>,
+) -> Option<Finding> {
+    for (m, cite) in messages {
         let (kind, name, key) = if let Some(c) = NO_KEY.captures(m) {
             (c[2].to_string(), c[3].to_string(), Some(c[1].to_string()))
         } else if let Some(c) = NOT_FOUND.captures(m) {
@@ -107,7 +131,7 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
                     .or(cx.focus_name()),
             )
             .cite(cite);
-        f = f.cite_opt(waiting).cite_opt(listed.map(|l| &l.cite));
+        f = f.cite_opt(waiting).cite_opt(listed);
         if let Some(env) = cx
             .pod
             .containers
@@ -130,113 +154,114 @@ fn check_config_ref(cx: &Context) -> Vec<Finding> {
             .fix("if the program can run without it, mark the reference `optional: true`")
             .cmd(cx.kubectl(&describe))
             .cmd(cx.kubectl(&format!("get {} ", kind_word.to_ascii_lowercase())).replace("  ", " "));
-        out.push(f);
-        break;
+        return Some(f);
     }
-    // A configMap or secret volume (or a projected one's source) whose
-    // items[] name a key the object lacks: the kubelet cannot set the
-    // volume up, so no container of the pod is created. The FailedMount
-    // event is the pod's; the container is the one that mounts the volume.
-    if out.is_empty() {
-        for (m, cite) in &messages {
-            let kind_word = if classes::is("kubernetes.volume-configmap-key-missing", m) {
-                "ConfigMap"
-            } else if classes::is("kubernetes.volume-secret-key-missing", m) {
-                "Secret"
-            } else {
+    None
+}
+
+/// A configMap or secret volume (or a projected one's source) whose items[]
+/// name a key the object lacks: the kubelet cannot set the volume up, so no
+/// container of the pod is created. The FailedMount event is the pod's; the
+/// container is the one that mounts the volume.
+fn volume_item_key(cx: &Context, messages: &[(&str, &Cite)]) -> Option<Finding> {
+    for (m, cite) in messages {
+        let kind_word = if classes::is("kubernetes.volume-configmap-key-missing", m) {
+            "ConfigMap"
+        } else if classes::is("kubernetes.volume-secret-key-missing", m) {
+            "Secret"
+        } else {
+            continue;
+        };
+        let key = NON_EXISTENT_KEY
+            .captures(m)
+            .map(|c| c[1].to_string())
+            .unwrap_or_else(|| "it names".to_string());
+        let volume = super::volume_in(m)
+            .map(|v| format!("volume {v}"))
+            .unwrap_or_else(|| "a volume".to_string());
+        return Some(
+            Finding::new(
+                Cause::ConfigRefMissing,
+                Strength::Decisive.score(),
+                format!(
+                    "{volume} projects key {key} of its {kind_word} (items[]), which the {kind_word} does not have: the kubelet cannot set the volume up"
+                ),
+            )
+            .container(cx.mounting(m).or(cx.focus_name()))
+            .cite(cite)
+            .fix(format!(
+                "add key {key} to the {kind_word} that {volume} projects (names are case-sensitive), or change items[].key to a key it has"
+            ))
+            .fix("if the program can run without the file, mark the volume source `optional: true` (a missing key is then skipped)")
+            .cmd(cx.kubectl(&format!(
+                "get pod {} -o jsonpath='{{.spec.volumes}}'",
+                cx.pod_name()
+            )))
+            .cmd(cx.kubectl(&format!("get {}s", kind_word.to_ascii_lowercase()))),
+        );
+    }
+    None
+}
+
+/// Known objects and keys (a ConfigMap or Secret in the evidence) against
+/// the spec's env references.
+fn against_known_objects(cx: &Context) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for c in &cx.pod.containers {
+        for e in &c.env {
+            let Some(src) = &e.from else { continue };
+            if src.optional {
+                continue;
+            }
+            let Some(obj) = cx
+                .pod
+                .config_objects
+                .iter()
+                .find(|o| o.kind == src.kind && o.name == src.name)
+            else {
                 continue;
             };
-            let key = NON_EXISTENT_KEY
-                .captures(m)
-                .map(|c| c[1].to_string())
-                .unwrap_or_else(|| "it names".to_string());
-            let volume = super::volume_in(m)
-                .map(|v| format!("volume {v}"))
-                .unwrap_or_else(|| "a volume".to_string());
-            out.push(
-                Finding::new(
-                    Cause::ConfigRefMissing,
-                    Strength::Decisive.score(),
-                    format!(
-                        "{volume} projects key {key} of its {kind_word} (items[]), which the {kind_word} does not have: the kubelet cannot set the volume up"
-                    ),
-                )
-                .container(cx.mounting(m).or(cx.focus_name()))
-                .cite(cite)
-                .fix(format!(
-                    "add key {key} to the {kind_word} that {volume} projects (names are case-sensitive), or change items[].key to a key it has"
-                ))
-                .fix("if the program can run without the file, mark the volume source `optional: true` (a missing key is then skipped)")
-                .cmd(cx.kubectl(&format!(
-                    "get pod {} -o jsonpath='{{.spec.volumes}}'",
-                    cx.pod_name()
-                )))
-                .cmd(cx.kubectl(&format!("get {}s", kind_word.to_ascii_lowercase()))),
-            );
-            break;
-        }
-    }
-    // Known objects and keys against the spec's references.
-    if out.is_empty() {
-        for c in &cx.pod.containers {
-            for e in &c.env {
-                let Some(src) = &e.from else { continue };
-                if src.optional {
-                    continue;
-                }
-                let Some(obj) = cx
-                    .pod
-                    .config_objects
-                    .iter()
-                    .find(|o| o.kind == src.kind && o.name == src.name)
-                else {
-                    continue;
-                };
-                if let Some(k) = &src.key
-                    && !obj.keys.is_empty()
-                    && !obj.keys.iter().any(|(n, _)| n == k)
-                {
-                    out.push(
-                        Finding::new(
-                            Cause::ConfigRefMissing,
-                            Strength::Decisive.score(),
-                            format!(
-                                "env {} wants key {k} of {} {}, which has only: {}",
-                                e.name,
-                                src.kind.word(),
-                                src.name,
-                                obj.keys
-                                    .iter()
-                                    .map(|(n, _)| n.as_str())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            ),
-                        )
-                        .container(Some(&c.name))
-                        .cite(&e.cite)
-                        .cite(&obj.cite)
-                        .fix(format!(
-                            "add key {k} to {} {} or reference an existing key",
+            if let Some(k) = &src.key
+                && !obj.keys.is_empty()
+                && !obj.keys.iter().any(|(n, _)| n == k)
+            {
+                out.push(
+                    Finding::new(
+                        Cause::ConfigRefMissing,
+                        Strength::Decisive.score(),
+                        format!(
+                            "env {} wants key {k} of {} {}, which has only: {}",
+                            e.name,
                             src.kind.word(),
-                            src.name
-                        )),
-                    );
-                }
+                            src.name,
+                            obj.keys
+                                .iter()
+                                .map(|(n, _)| n.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                    .container(Some(&c.name))
+                    .cite(&e.cite)
+                    .cite(&obj.cite)
+                    .fix(format!(
+                        "add key {k} to {} {} or reference an existing key",
+                        src.kind.word(),
+                        src.name
+                    )),
+                );
             }
         }
     }
-    if out.is_empty()
-        && !run_as_non_root
-        && let Some(c) = waiting.or(listed.map(|l| &l.cite))
-    {
-        out.push(
-            Finding::new(Cause::ConfigRefMissing, Strength::Moderate.score(), "the kubelet cannot build the container's configuration (CreateContainerConfigError): usually a missing ConfigMap, Secret or key")
-                .container(cx.focus_name())
-                .cite(c)
-                .cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name()))),
-        );
-    }
     out
+}
+
+/// CreateContainerConfigError with no message that names what is missing.
+fn from_status_alone(cx: &Context, c: &Cite) -> Finding {
+    Finding::new(Cause::ConfigRefMissing, Strength::Moderate.score(), "the kubelet cannot build the container's configuration (CreateContainerConfigError): usually a missing ConfigMap, Secret or key")
+            .container(cx.focus_name())
+            .cite(c)
+            .cmd(cx.kubectl(&format!("get events --field-selector involvedObject.name={}", cx.pod_name())))
 }
 
 fn container_referencing<'a>(cx: &'a Context, name: &str) -> Option<&'a str> {
