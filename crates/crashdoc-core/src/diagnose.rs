@@ -136,62 +136,7 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
         .collect();
     findings.extend(catalog_findings(&cx, &findings));
 
-    // Merge findings of the same cause: keep the strongest, add the others' evidence.
-    findings.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let mut merged: Vec<Finding> = Vec::new();
-    for f in findings {
-        match merged.iter_mut().find(|m| m.cause == f.cause) {
-            Some(m) => {
-                if m.generic && !f.generic {
-                    // The rule's own reading of the evidence leads.
-                    m.summary = f.summary.clone();
-                    m.generic = false;
-                    // A generic finding's fix is the rule's documented advice;
-                    // the rule's own fix says it for this evidence.
-                    if !f.fix.is_empty() {
-                        m.fix = f.fix.clone();
-                    }
-                    if f.container.is_some() {
-                        m.container = f.container.clone();
-                    }
-                }
-                let mut new_evidence = false;
-                for e in f.evidence {
-                    if !m.evidence.contains(&e) && m.evidence.len() < 6 {
-                        new_evidence = true;
-                        m.evidence.push(e);
-                    }
-                }
-                // The same for a generic finding merged into the rule's own.
-                let restates = f.generic && !m.generic && !m.fix.is_empty();
-                for x in f.fix {
-                    if !restates && !m.fix.contains(&x) {
-                        m.fix.push(x);
-                    }
-                }
-                for x in f.commands {
-                    if !m.commands.contains(&x) {
-                        m.commands.push(x);
-                    }
-                }
-                m.reasoning.extend(f.reasoning);
-                // Status-only when every reading of it is.
-                m.status_only &= f.status_only;
-                m.decide = m.decide.take().or(f.decide);
-                for b in f.basis {
-                    if !m.basis.contains(&b) {
-                        m.basis.push(b);
-                    }
-                }
-                m.container = m.container.take().or(f.container);
-                // Independent support from another source adds a little.
-                if new_evidence {
-                    m.score = (m.score + adjust::CORROBORATED).min(adjust::SPECIFIC_CEILING);
-                }
-            }
-            None => merged.push(f),
-        }
-    }
+    let mut merged = merge_same_cause(findings);
     rank(&mut merged);
     let candidates = rules::candidates::candidates(&cx, &merged);
     merged.extend(candidates);
@@ -210,53 +155,14 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
     // Silent evidence: nothing but the status speaks (an exit code, `Error`,
     // a back-off), so no cause is named and `unknown` leads the candidates.
     let silent = !merged.is_empty() && merged.iter().all(|f| f.status_only);
-    let mut diagnoses: Vec<Diagnosis> = merged
-        .into_iter()
-        .map(|f| {
-            let mut commands = f.commands;
-            let default_cmds = [
-                cx.describe_cmd(),
-                cx.logs_previous_cmd(f.container.as_deref()),
-            ];
-            for c in default_cmds {
-                if !commands.contains(&c) && commands.len() < 4 {
-                    commands.push(c);
-                }
-            }
-            Diagnosis {
-                cause: f.cause,
-                container: f.container,
-                confidence: Confidence::from_score(f.score),
-                summary: sentence(&f.summary),
-                evidence: f.evidence,
-                fix: f.fix,
-                commands,
-                reasoning: f.reasoning,
-                decide: f.decide,
-                score: (f.score * 100.0).round() / 100.0,
-            }
-        })
-        .collect();
+    let mut diagnoses: Vec<Diagnosis> = merged.into_iter().map(|f| to_diagnosis(&cx, f)).collect();
     if diagnoses.is_empty() {
         diagnoses.push(unknown(pod, &cx, &missing));
     } else if silent {
         let u = silent_unknown(unknown(pod, &cx, &missing), &diagnoses);
         diagnoses.insert(0, u);
     }
-    // With a thin top finding, say what is missing in the top diagnosis too.
-    let timeline: Vec<RunTimeline> = pod
-        .logs
-        .iter()
-        .filter_map(|l| {
-            let stages = rules::facts::timeline(l);
-            (stages.len() >= 2).then(|| RunTimeline {
-                log: l.file.clone(),
-                run: l.kind,
-                last_stage: stages.last().map(|m| m.stage.describe().to_string()),
-                stages,
-            })
-        })
-        .collect();
+    let timeline = timelines(pod);
     let mut notes = pod.notes.clone();
     if let Some(c) = compare_runs(&timeline) {
         notes.push(c);
@@ -290,6 +196,113 @@ pub fn diagnose(pod: &Pod, collector_missing: &[Missing]) -> PodReport {
             .unwrap_or(0)
             .max(pod.listed_restarts.unwrap_or(0)),
     }
+}
+
+/// Findings of the same cause become one: the strongest leads and takes the
+/// others' evidence, fixes and commands.
+fn merge_same_cause(mut findings: Vec<Finding>) -> Vec<Finding> {
+    findings.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let mut merged: Vec<Finding> = Vec::new();
+    for f in findings {
+        match merged.iter_mut().find(|m| m.cause == f.cause) {
+            Some(m) => absorb(m, f),
+            None => merged.push(f),
+        }
+    }
+    merged
+}
+
+/// `f`, a weaker finding of `m`'s cause, merged into `m`.
+fn absorb(m: &mut Finding, f: Finding) {
+    if m.generic && !f.generic {
+        // The rule's own reading of the evidence leads.
+        m.summary = f.summary.clone();
+        m.generic = false;
+        // A generic finding's fix is the rule's documented advice;
+        // the rule's own fix says it for this evidence.
+        if !f.fix.is_empty() {
+            m.fix = f.fix.clone();
+        }
+        if f.container.is_some() {
+            m.container = f.container.clone();
+        }
+    }
+    let mut new_evidence = false;
+    for e in f.evidence {
+        if !m.evidence.contains(&e) && m.evidence.len() < 6 {
+            new_evidence = true;
+            m.evidence.push(e);
+        }
+    }
+    // The same for a generic finding merged into the rule's own.
+    let restates = f.generic && !m.generic && !m.fix.is_empty();
+    for x in f.fix {
+        if !restates && !m.fix.contains(&x) {
+            m.fix.push(x);
+        }
+    }
+    for x in f.commands {
+        if !m.commands.contains(&x) {
+            m.commands.push(x);
+        }
+    }
+    m.reasoning.extend(f.reasoning);
+    // Status-only when every reading of it is.
+    m.status_only &= f.status_only;
+    m.decide = m.decide.take().or(f.decide);
+    for b in f.basis {
+        if !m.basis.contains(&b) {
+            m.basis.push(b);
+        }
+    }
+    m.container = m.container.take().or(f.container);
+    // Independent support from another source adds a little.
+    if new_evidence {
+        m.score = (m.score + adjust::CORROBORATED).min(adjust::SPECIFIC_CEILING);
+    }
+}
+
+/// A ranked finding as the report gives it, with `describe` and `logs
+/// --previous` among its commands.
+fn to_diagnosis(cx: &Context, f: Finding) -> Diagnosis {
+    let mut commands = f.commands;
+    let default_cmds = [
+        cx.describe_cmd(),
+        cx.logs_previous_cmd(f.container.as_deref()),
+    ];
+    for c in default_cmds {
+        if !commands.contains(&c) && commands.len() < 4 {
+            commands.push(c);
+        }
+    }
+    Diagnosis {
+        cause: f.cause,
+        container: f.container,
+        confidence: Confidence::from_score(f.score),
+        summary: sentence(&f.summary),
+        evidence: f.evidence,
+        fix: f.fix,
+        commands,
+        reasoning: f.reasoning,
+        decide: f.decide,
+        score: (f.score * 100.0).round() / 100.0,
+    }
+}
+
+/// The stages each log shows a run passing through, for logs with two or more.
+fn timelines(pod: &Pod) -> Vec<RunTimeline> {
+    pod.logs
+        .iter()
+        .filter_map(|l| {
+            let stages = rules::facts::timeline(l);
+            (stages.len() >= 2).then(|| RunTimeline {
+                log: l.file.clone(),
+                run: l.kind,
+                last_stage: stages.last().map(|m| m.stage.describe().to_string()),
+                stages,
+            })
+        })
+        .collect()
 }
 
 /// A container without a shell, or one that dies too fast to exec into, is
