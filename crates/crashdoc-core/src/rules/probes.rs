@@ -59,11 +59,10 @@ fn explain_probe_message(msg: &str) -> Option<&'static str> {
 }
 
 fn check_probe_kill(cx: &Context) -> Vec<Finding> {
-    let mut out = Vec::new();
     let (unhealthy, killing, cut) = probe_events(cx);
-    let focus = cx.focus;
     let name = cx.focus_name();
-    let liveness = focus
+    let liveness = cx
+        .focus
         .and_then(|c| c.probe(ProbeKind::Liveness))
         .or_else(|| {
             cx.pod
@@ -71,10 +70,40 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
                 .iter()
                 .find_map(|c| c.probe(ProbeKind::Liveness))
         });
-    let startup = focus.and_then(|c| c.probe(ProbeKind::Startup));
-    let measured = crate::rules::facts::startup_seconds(cx);
+    let startup = cx.focus.and_then(|c| c.probe(ProbeKind::Startup));
 
-    let mut f = if !unhealthy.is_empty() || !killing.is_empty() {
+    let mut f = from_events(cx, &unhealthy, &killing, &cut, liveness.is_some());
+    if let Some(c) = cx.focus {
+        f = ran_for_the_liveness_budget(f, c, name);
+    }
+    f = sigterm_in_place(cx, f, liveness, startup);
+    if f.score <= 0.0 {
+        return Vec::new();
+    }
+    f = startup_probe_fix(cx, f, liveness);
+    f = probe_setting_fixes(cx, f, liveness, &unhealthy);
+    let container = f.container.clone();
+    f = f
+        .cmd(cx.kubectl(&format!(
+            "get events --field-selector involvedObject.name={},reason=Unhealthy",
+            cx.pod_name()
+        )))
+        .cmd(cx.logs_previous_cmd(container.as_deref()));
+    vec![f]
+}
+
+/// The kubelet's Unhealthy and Killing events (probe_events): a probe failed
+/// and the container was killed for it; Unhealthy events cut off from their
+/// Killing event count only beside a liveness probe. Score 0 without them.
+fn from_events(
+    cx: &Context,
+    unhealthy: &[&Event],
+    killing: &[&Event],
+    cut: &[&Event],
+    has_liveness: bool,
+) -> Finding {
+    let name = cx.focus_name();
+    if !unhealthy.is_empty() || !killing.is_empty() {
         let score = if !killing.is_empty() {
             Strength::Certain.score()
         } else {
@@ -99,94 +128,102 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
         {
             summary.push_str(&format!(": {why}"));
         }
-        let mut f = Finding::new(Cause::ProbeKill, score, summary).container(
-            container_of_events(&unhealthy, &killing)
-                .as_deref()
-                .or(name),
-        );
+        let mut f = Finding::new(Cause::ProbeKill, score, summary)
+            .container(container_of_events(unhealthy, killing).as_deref().or(name));
         for e in unhealthy.iter().take(2).chain(killing.iter().take(1)) {
             f = f.cite(&e.cite);
         }
         f
-    } else if !cut.is_empty() && liveness.is_some() {
+    } else if !cut.is_empty() && has_liveness {
         Finding::new(Cause::ProbeKill, 0.8, format!("Unhealthy events and a liveness probe on {}: the probe is failing and restarting it", super::who(name)))
             .container(name)
             .cite(&cut[0].cite)
     } else {
         Finding::new(Cause::ProbeKill, 0.0, String::new()).container(name)
-    };
-
-    // The run lasted as long as the liveness budget allows: killed by the probe.
-    if let Some(c) = focus
-        && let Some((run, p)) = run_matches_liveness(c)
-        && let Some(t) = c.last_termination()
-    {
-        {
-            let s = format!(
-                "{} ran {} before it stopped, which is when a liveness probe with delay {}s, period {}s and failureThreshold {} kills a container that never passes it",
-                super::who(name),
-                human_duration(run),
-                p.initial_delay,
-                p.period,
-                p.failure
-            );
-            if f.score < Strength::Strong.score() {
-                f.score = Strength::Strong.score();
-                f.summary = s;
-            } else {
-                f = f.why(s);
-            }
-            f = f
-                .cite(&p.cite)
-                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
-        }
     }
+}
 
-    // SIGTERM to a container that restarts in place: only a probe does that.
+/// The run lasted as long as the liveness budget allows: killed by the probe.
+fn ran_for_the_liveness_budget(mut f: Finding, c: &Container, name: Option<&str>) -> Finding {
+    let (Some((run, p)), Some(t)) = (run_matches_liveness(c), c.last_termination()) else {
+        return f;
+    };
+    let s = format!(
+        "{} ran {} before it stopped, which is when a liveness probe with delay {}s, period {}s and failureThreshold {} kills a container that never passes it",
+        super::who(name),
+        human_duration(run),
+        p.initial_delay,
+        p.period,
+        p.failure
+    );
+    if f.score < Strength::Strong.score() {
+        f.score = Strength::Strong.score();
+        f.summary = s;
+    } else {
+        f = f.why(s);
+    }
+    f = f
+        .cite(&p.cite)
+        .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+    f
+}
+
+/// SIGTERM to a container that restarts in place: only a probe does that
+/// (read when nothing stronger was found).
+fn sigterm_in_place(
+    cx: &Context,
+    mut f: Finding,
+    liveness: Option<&Probe>,
+    startup: Option<&Probe>,
+) -> Finding {
+    if f.score >= Strength::Weak.score() {
+        return f;
+    }
+    let focus = cx.focus;
+    let name = cx.focus_name();
     let sigterm_logs = cx.marker_support(SigKind::Sigterm);
     let none = Container::default();
-    if f.score < Strength::Weak.score() {
-        let c = focus.or(cx.pod.containers.first()).unwrap_or(&none);
-        let t = c.last_termination();
-        let exit143 = t.is_some_and(|t| t.exit() == Some(143) && !t.reason_is("OOMKilled"));
-        let in_place = c.last_state.is_some()
-            && c.state
-                .as_ref()
-                .is_some_and(|s| s.kind != StateKind::Terminated)
-            || c.restarts() > 0
-            || cx.pod.is_restarting();
-        if (exit143 && in_place) || (!sigterm_logs.is_empty() && (in_place || t.is_none())) {
-            let has_probe = liveness.is_some() || startup.is_some();
-            let score = if exit143 && in_place && has_probe {
-                Strength::Moderate.score()
-            } else {
-                Strength::Weak.score()
-            };
-            let mut s = format!(
-                "{} received SIGTERM{} and the pod was not deleted: the kubelet stops a container in place only when a liveness or startup probe fails",
-                super::who(name),
-                if exit143 { " (exit 143)" } else { "" }
-            );
-            if let Some(server) = crate::rules::facts::model_server(cx.pod) {
-                s.push_str(&format!("; {server} is slow to start and is typically killed by its probe while still loading"));
-            }
-            f.score = score;
-            f.summary = s;
-            f = f.cite_opt(t.and_then(|t| t.exit_code.as_ref().map(|x| &x.cite)));
-            if let Some(s) = sigterm_logs.first() {
-                f = f.cite(&s.cite());
-            }
-            if let Some(p) = liveness.or(startup) {
-                f = f.cite(&p.cite);
-            }
-            f = f.why("no rollout, drain or eviction is in the evidence; if the pod was being replaced, this is `terminated` instead");
+    let c = focus.or(cx.pod.containers.first()).unwrap_or(&none);
+    let t = c.last_termination();
+    let exit143 = t.is_some_and(|t| t.exit() == Some(143) && !t.reason_is("OOMKilled"));
+    let in_place = c.last_state.is_some()
+        && c.state
+            .as_ref()
+            .is_some_and(|s| s.kind != StateKind::Terminated)
+        || c.restarts() > 0
+        || cx.pod.is_restarting();
+    if (exit143 && in_place) || (!sigterm_logs.is_empty() && (in_place || t.is_none())) {
+        let has_probe = liveness.is_some() || startup.is_some();
+        let score = if exit143 && in_place && has_probe {
+            Strength::Moderate.score()
+        } else {
+            Strength::Weak.score()
+        };
+        let mut s = format!(
+            "{} received SIGTERM{} and the pod was not deleted: the kubelet stops a container in place only when a liveness or startup probe fails",
+            super::who(name),
+            if exit143 { " (exit 143)" } else { "" }
+        );
+        if let Some(server) = crate::rules::facts::model_server(cx.pod) {
+            s.push_str(&format!("; {server} is slow to start and is typically killed by its probe while still loading"));
         }
+        f.score = score;
+        f.summary = s;
+        f = f.cite_opt(t.and_then(|t| t.exit_code.as_ref().map(|x| &x.cite)));
+        if let Some(s) = sigterm_logs.first() {
+            f = f.cite(&s.cite());
+        }
+        if let Some(p) = liveness.or(startup) {
+            f = f.cite(&p.cite);
+        }
+        f = f.why("no rollout, drain or eviction is in the evidence; if the pod was being replaced, this is `terminated` instead");
     }
-    if f.score <= 0.0 {
-        return out;
-    }
+    f
+}
 
-    // The fix: a startupProbe sized from the measured startup time.
+/// The fix: a startupProbe sized from the measured startup time.
+fn startup_probe_fix(cx: &Context, f: Finding, liveness: Option<&Probe>) -> Finding {
+    let measured = crate::rules::facts::startup_seconds(cx);
     let period = 10u32;
     let (needed, basis) = match (measured, liveness) {
         (Some((secs, what)), _) => (
@@ -210,10 +247,20 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
     let handler = liveness
         .map(|p| probe_handler_yaml(&p.handler))
         .unwrap_or_else(|| "httpGet:\n    path: /health\n    port: 8080".into());
-    f = f.fix(format!(
+    f.fix(format!(
         "add a startupProbe so the liveness probe only starts once the program is up; it allows {}s, from {basis} plus 50% and 30s:\nstartupProbe:\n  {handler}\n  periodSeconds: {period}\n  failureThreshold: {threshold}",
         threshold * period
-    ));
+    ))
+}
+
+/// The probe's own settings that make it kill too early, and a probe path
+/// the server does not serve.
+fn probe_setting_fixes(
+    cx: &Context,
+    mut f: Finding,
+    liveness: Option<&Probe>,
+    unhealthy: &[&Event],
+) -> Finding {
     if let Some(p) = liveness {
         if p.timeout <= 1 {
             f = f.fix(format!("raise the liveness timeoutSeconds from {}s to 5s: one slow answer on a busy node should not kill the container", p.timeout));
@@ -233,15 +280,7 @@ fn check_probe_kill(cx: &Context) -> Vec<Finding> {
             "point the probe at an endpoint the server actually serves (the probe received 404)",
         );
     }
-    let container = f.container.clone();
-    f = f
-        .cmd(cx.kubectl(&format!(
-            "get events --field-selector involvedObject.name={},reason=Unhealthy",
-            cx.pod_name()
-        )))
-        .cmd(cx.logs_previous_cmd(container.as_deref()));
-    out.push(f);
-    out
+    f
 }
 
 fn container_of_events(a: &[&Event], b: &[&Event]) -> Option<String> {
