@@ -222,6 +222,127 @@ impl<'a> FromSql<'a> for Ts {
     }
 }
 
+/// (hour, cluster, namespace, owner kind, owner, workload, node, cause, pod uid).
+type RollKey = (
+    Timestamp,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+);
+/// (cluster, namespace, workload, cause).
+type FirstKey = (String, String, String, String);
+
+/// What a batch of new captures adds to the aggregate tables, summed in
+/// memory so that each key is written once per transaction.
+#[derive(Debug, Default, PartialEq)]
+struct Aggregates {
+    /// rollup: captures, first and last observed, per hour and pod.
+    rollup: BTreeMap<RollKey, (i64, Timestamp, Timestamp)>,
+    /// first_seen: the new-cause key's owner kind and name, and the first time.
+    first_seen: BTreeMap<FirstKey, (String, String, Timestamp)>,
+    /// totals per cluster: captures, bundle bytes, stored bytes.
+    totals: BTreeMap<String, (i64, i64, i64)>,
+}
+
+impl Aggregates {
+    fn add(&mut self, r: &NewRow) {
+        let e = self
+            .rollup
+            .entry((
+                hour_floor(r.observed_at),
+                r.cluster.clone(),
+                r.namespace.clone(),
+                r.owner_kind.clone(),
+                r.owner.clone(),
+                r.workload.clone(),
+                r.node.clone(),
+                r.cause.clone(),
+                r.pod_uid.clone(),
+            ))
+            .or_insert((0, r.observed_at, r.observed_at));
+        e.0 += 1;
+        e.1 = e.1.min(r.observed_at);
+        e.2 = e.2.max(r.observed_at);
+        if !r.cause.is_empty() {
+            let f = self
+                .first_seen
+                .entry((
+                    r.cluster.clone(),
+                    r.namespace.clone(),
+                    r.workload.clone(),
+                    r.cause.clone(),
+                ))
+                .or_insert((r.nc_kind.clone(), r.nc_owner.clone(), r.observed_at));
+            f.2 = f.2.min(r.observed_at);
+        }
+        let t = self.totals.entry(r.cluster.clone()).or_default();
+        t.0 += 1;
+        t.1 += r.bundle_len;
+        t.2 += r.stored;
+    }
+
+    /// Add them to the rollup, first_seen and totals tables.
+    async fn upsert(&self, tx: &Tx<'_>) -> R<()> {
+        let up_roll = tx
+        .prepare(
+            "INSERT INTO {s}.rollup AS r (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, captures, first_at, last_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             ON CONFLICT (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid) DO UPDATE SET \
+             captures = r.captures + EXCLUDED.captures, first_at = LEAST(r.first_at, EXCLUDED.first_at), last_at = GREATEST(r.last_at, EXCLUDED.last_at)",
+        )
+        .await?;
+        for (k, v) in &self.rollup {
+            tx.execute(
+                &up_roll,
+                &[
+                    &Ts(k.0),
+                    &k.1,
+                    &k.2,
+                    &k.3,
+                    &k.4,
+                    &k.5,
+                    &k.6,
+                    &k.7,
+                    &k.8,
+                    &v.0,
+                    &Ts(v.1),
+                    &Ts(v.2),
+                ],
+            )
+            .await
+            .map_err(|e| tx.err(e))?;
+        }
+        let up_first = tx
+        .prepare(
+            "INSERT INTO {s}.first_seen AS f (cluster, namespace, workload, cause, owner_kind, owner, first_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (cluster, namespace, workload, cause) DO UPDATE SET first_at = LEAST(f.first_at, EXCLUDED.first_at)",
+        )
+        .await?;
+        for (k, v) in &self.first_seen {
+            tx.execute(&up_first, &[&k.0, &k.1, &k.2, &k.3, &v.0, &v.1, &Ts(v.2)])
+                .await
+                .map_err(|e| tx.err(e))?;
+        }
+        let up_tot = tx
+        .prepare(
+            "INSERT INTO {s}.totals AS t (cluster, captures, bundle_bytes, stored_bytes) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (cluster) DO UPDATE SET captures = t.captures + EXCLUDED.captures, bundle_bytes = t.bundle_bytes + EXCLUDED.bundle_bytes, stored_bytes = t.stored_bytes + EXCLUDED.stored_bytes",
+        )
+        .await?;
+        for (c, v) in &self.totals {
+            tx.execute(&up_tot, &[c, &v.0, &v.1, &v.2])
+                .await
+                .map_err(|e| tx.err(e))?;
+        }
+        Ok(())
+    }
+}
+
 /// The start of the hour holding `t` (the rollup's bucket).
 fn hour_floor(t: Timestamp) -> Timestamp {
     let s = t.as_second().div_euclid(3600) * 3600;
@@ -1181,22 +1302,7 @@ impl Session {
         let keys = tx
             .prepare("INSERT INTO {s}.config_keys (capture_id, keys) VALUES ($1, $2::text::jsonb)")
             .await?;
-        type RollKey = (
-            Timestamp,
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-        );
-        let mut roll: BTreeMap<RollKey, (i64, Timestamp, Timestamp)> = BTreeMap::new();
-        // (cluster, namespace, workload, cause) -> (owner kind, owner, first).
-        type FirstKey = (String, String, String, String);
-        let mut first: BTreeMap<FirstKey, (String, String, Timestamp)> = BTreeMap::new();
-        let mut totals: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
+        let mut agg = Aggregates::default();
         for &(i, id) in &new {
             let r = &rows[i];
             if let Some(b) = &r.bundle {
@@ -1210,89 +1316,9 @@ impl Session {
             if let Some(k) = &r.keys {
                 tx.execute(&keys, &[&id, k]).await.map_err(err)?;
             }
-            let e = roll
-                .entry((
-                    hour_floor(r.observed_at),
-                    r.cluster.clone(),
-                    r.namespace.clone(),
-                    r.owner_kind.clone(),
-                    r.owner.clone(),
-                    r.workload.clone(),
-                    r.node.clone(),
-                    r.cause.clone(),
-                    r.pod_uid.clone(),
-                ))
-                .or_insert((0, r.observed_at, r.observed_at));
-            e.0 += 1;
-            e.1 = e.1.min(r.observed_at);
-            e.2 = e.2.max(r.observed_at);
-            if !r.cause.is_empty() {
-                let f = first
-                    .entry((
-                        r.cluster.clone(),
-                        r.namespace.clone(),
-                        r.workload.clone(),
-                        r.cause.clone(),
-                    ))
-                    .or_insert((r.nc_kind.clone(), r.nc_owner.clone(), r.observed_at));
-                f.2 = f.2.min(r.observed_at);
-            }
-            let t = totals.entry(r.cluster.clone()).or_default();
-            t.0 += 1;
-            t.1 += r.bundle_len;
-            t.2 += r.stored;
+            agg.add(r);
         }
-        let up_roll = tx
-            .prepare(
-                "INSERT INTO {s}.rollup AS r (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid, captures, first_at, last_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-                 ON CONFLICT (bucket, cluster, namespace, owner_kind, owner, workload, node, cause, pod_uid) DO UPDATE SET \
-                 captures = r.captures + EXCLUDED.captures, first_at = LEAST(r.first_at, EXCLUDED.first_at), last_at = GREATEST(r.last_at, EXCLUDED.last_at)",
-            )
-            .await?;
-        for (k, v) in &roll {
-            tx.execute(
-                &up_roll,
-                &[
-                    &Ts(k.0),
-                    &k.1,
-                    &k.2,
-                    &k.3,
-                    &k.4,
-                    &k.5,
-                    &k.6,
-                    &k.7,
-                    &k.8,
-                    &v.0,
-                    &Ts(v.1),
-                    &Ts(v.2),
-                ],
-            )
-            .await
-            .map_err(err)?;
-        }
-        let up_first = tx
-            .prepare(
-                "INSERT INTO {s}.first_seen AS f (cluster, namespace, workload, cause, owner_kind, owner, first_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                 ON CONFLICT (cluster, namespace, workload, cause) DO UPDATE SET first_at = LEAST(f.first_at, EXCLUDED.first_at)",
-            )
-            .await?;
-        for (k, v) in &first {
-            tx.execute(&up_first, &[&k.0, &k.1, &k.2, &k.3, &v.0, &v.1, &Ts(v.2)])
-                .await
-                .map_err(err)?;
-        }
-        let up_tot = tx
-            .prepare(
-                "INSERT INTO {s}.totals AS t (cluster, captures, bundle_bytes, stored_bytes) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (cluster) DO UPDATE SET captures = t.captures + EXCLUDED.captures, bundle_bytes = t.bundle_bytes + EXCLUDED.bundle_bytes, stored_bytes = t.stored_bytes + EXCLUDED.stored_bytes",
-            )
-            .await?;
-        for (c, v) in &totals {
-            tx.execute(&up_tot, &[c, &v.0, &v.1, &v.2])
-                .await
-                .map_err(err)?;
-        }
+        agg.upsert(&tx).await?;
         tx.commit().await?;
         Ok(out)
     }
@@ -2253,5 +2279,95 @@ impl Session {
         }
         tx.commit().await?;
         Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(cluster: &str, pod_uid: &str, cause: &str, at: i64) -> NewRow {
+        NewRow {
+            cluster: cluster.into(),
+            pod_uid: pod_uid.into(),
+            container: "app".into(),
+            restart_count: 1,
+            namespace: "shop".into(),
+            pod: format!("web-{pod_uid}"),
+            owner_kind: "ReplicaSet".into(),
+            owner: "web-7c9d".into(),
+            workload: "Deployment/web".into(),
+            nc_kind: "Deployment".into(),
+            nc_owner: "web".into(),
+            node: "n1".into(),
+            revision: None,
+            cause: cause.into(),
+            confidence: None,
+            reason: None,
+            exit_code: None,
+            observed_at: Timestamp::from_second(at).expect("time"),
+            record: "{}".into(),
+            bundle: None,
+            diagnosis: None,
+            keys: None,
+            bundle_len: 100,
+            stored: 40,
+        }
+    }
+
+    #[test]
+    fn a_batch_sums_into_one_row_per_key() {
+        let t = |s: i64| Timestamp::from_second(s).expect("time");
+        let mut agg = Aggregates::default();
+        // Two crashes of one pod in the hour from 7200 s, one in the next
+        // hour, one of another pod, one with no cause, one in another cluster.
+        for r in [
+            row("east", "u1", "oom-killed", 7300),
+            row("east", "u1", "oom-killed", 7250),
+            row("east", "u1", "oom-killed", 10900),
+            row("east", "u2", "oom-killed", 7400),
+            row("east", "u2", "", 7500),
+            row("west", "u1", "oom-killed", 7000),
+        ] {
+            agg.add(&r);
+        }
+        assert_eq!(agg.rollup.len(), 6 - 1, "{:#?}", agg.rollup);
+        let key = |cluster: &str, hour: i64, uid: &str, cause: &str| {
+            (
+                t(hour),
+                cluster.to_string(),
+                "shop".to_string(),
+                "ReplicaSet".to_string(),
+                "web-7c9d".to_string(),
+                "Deployment/web".to_string(),
+                "n1".to_string(),
+                cause.to_string(),
+                uid.to_string(),
+            )
+        };
+        assert_eq!(
+            agg.rollup[&key("east", 7200, "u1", "oom-killed")],
+            (2, t(7250), t(7300))
+        );
+        assert_eq!(
+            agg.rollup[&key("east", 10800, "u1", "oom-killed")],
+            (1, t(10900), t(10900))
+        );
+        // first_seen: per cluster, the earliest; a capture with no cause is in
+        // no first_seen row.
+        let first = |c: &str| {
+            agg.first_seen[&(
+                c.to_string(),
+                "shop".to_string(),
+                "Deployment/web".to_string(),
+                "oom-killed".to_string(),
+            )]
+            .clone()
+        };
+        assert_eq!(agg.first_seen.len(), 2);
+        assert_eq!(first("east"), ("Deployment".into(), "web".into(), t(7250)));
+        assert_eq!(first("west").2, t(7000));
+        assert_eq!(agg.totals["east"], (5, 500, 200));
+        assert_eq!(agg.totals["west"], (1, 100, 40));
     }
 }
