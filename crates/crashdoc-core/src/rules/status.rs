@@ -241,108 +241,17 @@ fn expects_service(cx: &Context) -> (bool, String) {
 }
 
 fn check_exit_zero(cx: &Context) -> Vec<Finding> {
-    let mut out = Vec::new();
     let (service, how) = expects_service(cx);
     if !service {
-        return out;
+        return Vec::new();
     }
-    for c in &cx.pod.containers {
-        if c.kind == ContainerKind::Init {
-            continue;
-        }
-        let Some(t) = c.last_termination() else {
-            continue;
-        };
-        let zero = t.exit() == Some(0) || (t.exit().is_none() && t.reason_is("Completed"));
-        if !zero {
-            continue;
-        }
-        let name = cx.container_or_focus(Some(c));
-        let looping = cx.pod.is_restarting();
-        let probe = crate::rules::facts::probe_stopped(cx, c);
-        let mut summary = format!("{} exits 0 (Completed) and {how}", super::who(name));
-        if !c.command.is_empty() || !c.args.is_empty() {
-            let cmd = [c.command.clone(), c.args.clone()].concat().join(" ");
-            summary.push_str(&format!(
-                "; its command `{}` finishes instead of serving",
-                crate::text::clip(&cmd, 60)
-            ));
-        }
-        let mut score = match (&probe, looping) {
-            (Some(_), _) => Strength::Weak.score(),
-            (None, true) => Strength::Strong.score(),
-            (None, false) => Strength::Moderate.score(),
-        };
-        // No command, no args: the image's default process runs. A shell or
-        // an interactive interpreter with no terminal and no stdin reads
-        // end-of-file and exits 0 at once (catalog/images.yaml).
-        let shell = (c.runs_image_default() == Some(true) && c.interactive() != Some(true))
-            .then(|| c.image.as_deref().and_then(crate::images::default_process))
-            .flatten();
-        if let Some(img) = shell {
-            summary.push_str(&format!(
-                "; it sets no command or args, so it runs its image's default `{}` ({}), which with no terminal and no stdin reads end-of-file and exits at once",
-                img.command_line(),
-                img.process.words()
-            ));
-            if probe.is_none() {
-                score = match c.interactive() {
-                    Some(false) => Strength::Decisive.score(),
-                    _ => score.max(Strength::Strong.score()),
-                };
-            }
-        }
-        let mut f = Finding::new(Cause::ExitZero, score, summary)
-            .container(name)
-            .cite_opt(t.reason.as_ref().map(|x| &x.cite))
-            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
-            .cite_opt(c.restart_count.as_ref().map(|x| &x.cite))
-            .cite_opt(cx.pod.restart_policy.as_ref().map(|x| &x.cite))
-            .fix("keep the main process in the foreground (exec the server as PID 1, no `&` or daemon mode)")
-            .fix("if the work is meant to finish, run it as a Job or CronJob (restartPolicy: OnFailure) instead")
-            .cmd(cx.logs_previous_cmd(name))
-            .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name())));
-        if let Some(img) = shell {
-            let image = c.image.as_deref().unwrap_or_default();
-            let field = match c.kind {
-                ContainerKind::Main => "containers",
-                _ => "initContainers",
-            };
-            let n = name.unwrap_or("app");
-            f = f
-                .cite(&Cite::new(
-                    SourceKind::Spec,
-                    format!("spec.{field}[{n}].image"),
-                    format!("image: {image} (no command, no args)"),
-                ))
-                .cite_opt(c.tty.as_ref().map(|t| &t.cite))
-                .fix(format!(
-                    "give {} the command it should run: `{image}` alone only starts `{}`",
-                    super::who(name),
-                    img.command_line()
-                ))
-                .fix(format!(
-                    "containers:\n- name: {n}\n  image: {image}\n  command: [\"/path/to/your/program\"]   # the server this container exists for\n  # to keep it idle for debugging instead: command: [\"sleep\", \"infinity\"]"
-                ))
-                .why(format!(
-                    "{}'s default process is `{}` ({})",
-                    img.name,
-                    img.command_line(),
-                    img.source
-                ));
-            // The command to set comes before the general advice.
-            f.fix.rotate_right(2);
-            if c.interactive().is_none() {
-                f = f.why("the input does not show tty or stdin (describe prints neither); with `tty: true` or `stdin: true` the process would wait for input instead");
-            }
-        }
-        if let Some(p) = probe {
-            f = f.why(format!(
-                "ranked low: {p}, so exit 0 may be a clean shutdown after the kubelet stopped it"
-            ));
-        }
-        out.push(f);
-    }
+    let out: Vec<Finding> = cx
+        .pod
+        .containers
+        .iter()
+        .filter(|c| c.kind != ContainerKind::Init)
+        .filter_map(|c| exited_zero(cx, c, &how))
+        .collect();
     // No termination recorded, but the previous run's log ends without any error.
     if out.is_empty()
         && cx.pod.is_restarting()
@@ -352,50 +261,165 @@ fn check_exit_zero(cx: &Context) -> Vec<Finding> {
             .iter()
             .all(|c| c.last_termination().is_none())
     {
-        let runs: Vec<_> = cx
-            .pod
-            .logs
-            .iter()
-            .filter(|l| l.kind == crate::scan::LogKind::Previous && !l.is_empty())
-            .collect();
-        let clean = !runs.is_empty()
-            && runs.iter().all(|l| {
-                l.lines <= 50
-                    && l.hits.iter().all(|h| {
-                        !matches!(
-                            h.sig.kind,
-                            SigKind::Cause(_) | SigKind::Exception | SigKind::Sigterm
-                        )
-                    })
-            });
-        if clean {
-            let l = runs[0];
-            let mut f = Finding::new(
-                Cause::ExitZero,
-                Strength::Weak.score(),
-                format!("the previous run printed {} line(s) with no error and the container restarts: a program that ends normally under a controller that expects a service", l.lines),
-            )
-            .container(l.container.as_deref().or(cx.focus_name()))
-            .fix("keep the main process running in the foreground, or run the task as a Job")
-            .cmd(cx.describe_cmd());
-            if let Some(last) = l.tail.last() {
-                f = f.cite(&Cite::new(
-                    SourceKind::Log,
-                    format!("{}:{}", l.file, last.number),
-                    crate::redact::redact(&last.text).into_owned(),
-                ));
-            }
-            for e in cx
-                .events_with(|e| e.reason == "BackOff")
-                .into_iter()
-                .take(1)
-            {
-                f = f.cite(&e.cite);
-            }
-            out.push(f.why("no exit code was given; the clean, short log is the evidence"));
-        }
+        return clean_short_previous_log(cx).into_iter().collect();
     }
     out
+}
+
+/// Container `c`'s last run ended with exit 0 (or Completed) under a
+/// controller that expects it to keep running.
+fn exited_zero(cx: &Context, c: &Container, how: &str) -> Option<Finding> {
+    let t = c.last_termination()?;
+    let zero = t.exit() == Some(0) || (t.exit().is_none() && t.reason_is("Completed"));
+    if !zero {
+        return None;
+    }
+    let name = cx.container_or_focus(Some(c));
+    let looping = cx.pod.is_restarting();
+    let probe = crate::rules::facts::probe_stopped(cx, c);
+    let mut summary = format!("{} exits 0 (Completed) and {how}", super::who(name));
+    if !c.command.is_empty() || !c.args.is_empty() {
+        let cmd = [c.command.clone(), c.args.clone()].concat().join(" ");
+        summary.push_str(&format!(
+            "; its command `{}` finishes instead of serving",
+            crate::text::clip(&cmd, 60)
+        ));
+    }
+    let mut score = match (&probe, looping) {
+        (Some(_), _) => Strength::Weak.score(),
+        (None, true) => Strength::Strong.score(),
+        (None, false) => Strength::Moderate.score(),
+    };
+    // No command, no args: the image's default process runs. A shell or
+    // an interactive interpreter with no terminal and no stdin reads
+    // end-of-file and exits 0 at once (catalog/images.yaml).
+    let shell = (c.runs_image_default() == Some(true) && c.interactive() != Some(true))
+        .then(|| c.image.as_deref().and_then(crate::images::default_process))
+        .flatten();
+    if let Some(img) = shell {
+        summary.push_str(&format!(
+            "; it sets no command or args, so it runs its image's default `{}` ({}), which with no terminal and no stdin reads end-of-file and exits at once",
+            img.command_line(),
+            img.process.words()
+        ));
+        if probe.is_none() {
+            score = match c.interactive() {
+                Some(false) => Strength::Decisive.score(),
+                _ => score.max(Strength::Strong.score()),
+            };
+        }
+    }
+    let mut f = Finding::new(Cause::ExitZero, score, summary)
+        .container(name)
+        .cite_opt(t.reason.as_ref().map(|x| &x.cite))
+        .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+        .cite_opt(c.restart_count.as_ref().map(|x| &x.cite))
+        .cite_opt(cx.pod.restart_policy.as_ref().map(|x| &x.cite))
+        .fix("keep the main process in the foreground (exec the server as PID 1, no `&` or daemon mode)")
+        .fix("if the work is meant to finish, run it as a Job or CronJob (restartPolicy: OnFailure) instead")
+        .cmd(cx.logs_previous_cmd(name))
+        .cmd(cx.kubectl(&format!("get pod {} -o jsonpath='{{.spec.containers[*].command}} {{.spec.containers[*].args}}'", cx.pod_name())));
+    if let Some(img) = shell {
+        f = runs_a_default_shell(f, c, name, img);
+    }
+    if let Some(p) = probe {
+        f = f.why(format!(
+            "ranked low: {p}, so exit 0 may be a clean shutdown after the kubelet stopped it"
+        ));
+    }
+    Some(f)
+}
+
+/// No command and no args: the image's default process is a shell or an
+/// interactive interpreter (catalog/images.yaml); the finding cites the
+/// image and leads with the command to set.
+fn runs_a_default_shell(
+    mut f: Finding,
+    c: &Container,
+    name: Option<&str>,
+    img: &crate::images::DefaultImage,
+) -> Finding {
+    let image = c.image.as_deref().unwrap_or_default();
+    let field = match c.kind {
+        ContainerKind::Main => "containers",
+        _ => "initContainers",
+    };
+    let n = name.unwrap_or("app");
+    f = f
+        .cite(&Cite::new(
+            SourceKind::Spec,
+            format!("spec.{field}[{n}].image"),
+            format!("image: {image} (no command, no args)"),
+        ))
+        .cite_opt(c.tty.as_ref().map(|t| &t.cite))
+        .fix(format!(
+            "give {} the command it should run: `{image}` alone only starts `{}`",
+            super::who(name),
+            img.command_line()
+        ))
+        .fix(format!(
+            "containers:\n- name: {n}\n  image: {image}\n  command: [\"/path/to/your/program\"]   # the server this container exists for\n  # to keep it idle for debugging instead: command: [\"sleep\", \"infinity\"]"
+        ))
+        .why(format!(
+            "{}'s default process is `{}` ({})",
+            img.name,
+            img.command_line(),
+            img.source
+        ));
+    // The command to set comes before the general advice.
+    f.fix.rotate_right(2);
+    if c.interactive().is_none() {
+        f = f.why("the input does not show tty or stdin (describe prints neither); with `tty: true` or `stdin: true` the process would wait for input instead");
+    }
+    f
+}
+
+/// The previous run's log is short and has no error, and the container
+/// restarts: a program that ended normally.
+fn clean_short_previous_log(cx: &Context) -> Option<Finding> {
+    let runs: Vec<_> = cx
+        .pod
+        .logs
+        .iter()
+        .filter(|l| l.kind == crate::scan::LogKind::Previous && !l.is_empty())
+        .collect();
+    let clean = !runs.is_empty()
+        && runs.iter().all(|l| {
+            l.lines <= 50
+                && l.hits.iter().all(|h| {
+                    !matches!(
+                        h.sig.kind,
+                        SigKind::Cause(_) | SigKind::Exception | SigKind::Sigterm
+                    )
+                })
+        });
+    if !clean {
+        return None;
+    }
+    let l = runs[0];
+    let mut f = Finding::new(
+        Cause::ExitZero,
+        Strength::Weak.score(),
+        format!("the previous run printed {} line(s) with no error and the container restarts: a program that ends normally under a controller that expects a service", l.lines),
+    )
+    .container(l.container.as_deref().or(cx.focus_name()))
+    .fix("keep the main process running in the foreground, or run the task as a Job")
+    .cmd(cx.describe_cmd());
+    if let Some(last) = l.tail.last() {
+        f = f.cite(&Cite::new(
+            SourceKind::Log,
+            format!("{}:{}", l.file, last.number),
+            crate::redact::redact(&last.text).into_owned(),
+        ));
+    }
+    for e in cx
+        .events_with(|e| e.reason == "BackOff")
+        .into_iter()
+        .take(1)
+    {
+        f = f.cite(&e.cite);
+    }
+    Some(f.why("no exit code was given; the clean, short log is the evidence"))
 }
 
 pub static BAD_COMMAND: Rule = Rule {
