@@ -40,131 +40,13 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
             continue;
         };
         let name = cx.container_or_focus(Some(c));
-        if t.reason_is("OOMKilled") {
-            if t.exit() == Some(143) {
-                // Reported by the `terminated` rule; kept low here so both are visible.
-                out.push(
-                    Finding::new(
-                        Cause::OomKilled,
-                        Strength::Hint.score(),
-                        format!(
-                            "{} is reported OOMKilled but exited 143 (SIGTERM)",
-                            super::who(name)
-                        ),
-                    )
-                    .container(name)
-                    .cite_opt(t.reason.as_ref().map(|f| &f.cite))
-                    .cite_opt(t.exit_code.as_ref().map(|f| &f.cite)),
-                );
-                continue;
-            }
-            let limit = c.limits.get("memory");
-            let mut summary = format!(
-                "{} was killed by the kernel for exceeding its memory",
-                super::who(name)
-            );
-            let mut f = Finding::new(Cause::OomKilled, Strength::Certain.score(), String::new())
-                .container(name);
-            f = f
-                .cite_opt(t.reason.as_ref().map(|x| &x.cite))
-                .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
-            match limit {
-                Some(l) => {
-                    summary.push_str(&format!(" limit of {}", l.value));
-                    f = f.cite(&l.cite);
-                    if let Some(b) = parse_bytes(&l.value) {
-                        // 1.5x the limit, or the weights plus room for the server when that is more.
-                        let weights = crate::rules::facts::model_server(cx.pod)
-                            .and_then(|_| crate::rules::facts::weights_size(cx.pod))
-                            .map(|(w, _)| w + (4u64 << 30));
-                        let target = (b + b / 2).max(weights.unwrap_or(0));
-                        let suggested = format_bytes_quantity(target);
-                        let basis = if weights.is_some_and(|w| w > b + b / 2) {
-                            "the weights plus 4 GiB for the server"
-                        } else {
-                            "1.5x"
-                        };
-                        f = f.fix(format!(
-                            "raise the memory limit of {} from {} to about {suggested} ({basis}) and set the request to match, then watch the peak with `kubectl top`",
-                            super::who(name),
-                            l.value
-                        ));
-                        f = f.fix(format!(
-                            "resources:\n  requests:\n    memory: {suggested}\n  limits:\n    memory: {suggested}"
-                        ));
-                    }
-                }
-                None => {
-                    summary.push_str(" (no memory limit is shown: check the limit in the workload spec or a LimitRange default)");
-                    f = f.fix("set resources.limits.memory above the observed peak; with no limit, the namespace's LimitRange default applies");
-                }
-            }
-            if let Some((u, _)) = usage_of(cx, &c.name) {
-                summary.push_str(&format!(
-                    "; last measured memory use {}",
-                    u.memory.as_deref().unwrap_or("?")
-                ));
-                f = f.cite(&u.cite);
-            }
-            if let Some(run) = t.run_seconds() {
-                if run >= 3600 {
-                    summary.push_str(&format!("; the run lasted {} before the kill, so memory grows over time (a leak or unbounded cache) rather than being too small at start", human_duration(run)));
-                    f = f.fix("profile the memory growth (heap dumps, pprof) before raising the limit again: a leak only moves the crash later");
-                } else if run <= 300 {
-                    summary.push_str(&format!(
-                        "; it died {} after start, so the limit is too small for startup",
-                        human_duration(run)
-                    ));
-                }
-            }
-            if let Some(server) = crate::rules::facts::model_server(cx.pod) {
-                summary.push_str(&format!("; {server} loads the model weights into host memory before the GPU: the limit must hold them"));
-                if let Some((bytes, how)) = crate::rules::facts::weights_size(cx.pod) {
-                    let gib = bytes as f64 / (1u64 << 30) as f64;
-                    summary.push_str(&format!(" (the weights are about {gib:.1} GiB, {how})"));
-                }
-                if let Some((stage, _)) = crate::rules::facts::death_stage(cx.pod) {
-                    summary.push_str(&format!("; its log ends while {}", stage.describe()));
-                }
-                f = f.fix("for a model server, the memory limit must cover the weights being read (safetensors are mapped into host memory) plus the server: size it from the model's size on disk plus a few GiB");
-            }
-            if !cx.events_with(|e| e.reason == "Unhealthy").is_empty() {
-                f = f.why("liveness probe failures were also seen; OOMKilled is the kernel's own record of the kill, so it outranks the probe");
-            }
-            f.summary = summary;
-            f = f
-                .cmd(cx.kubectl(&format!("top pod {} --containers", cx.pod_name())))
-                .cmd(cx.logs_previous_cmd(name))
-                .cmd(cx.describe_cmd());
-            out.push(f);
-        } else if t.exit() == Some(137) && !t.reason_is("OOMKilled") {
-            // Near miss: SIGKILL without OOMKilled. Weak, so other evidence decides.
-            let mut f = Finding::hint(
-                Cause::OomKilled,
-                format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", super::who(name)),
-            )
-            .container(name)
-            .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
-            .decided_by(cx.kubectl(&format!("top pod {} --containers", cx.pod_name())));
-            if let Some(l) = c.limits.get("memory") {
-                f = f.cite(&l.cite);
-                // Measured usage close to the limit makes the memory explanation likely.
-                if let Some((u, used)) = usage_of(cx, &c.name)
-                    && let Some(limit) = parse_bytes(&l.value)
-                    && used * 10 >= limit * 9
-                {
-                    f.score = Strength::Moderate.score();
-                    f.status_only = false;
-                    f.summary = format!(
-                        "{} was killed with SIGKILL (exit 137) while its memory use ({}) was within 10% of its limit ({}): most likely an OOM kill the runtime did not report",
-                        super::who(name),
-                        u.memory.as_deref().unwrap_or("?"),
-                        l.value
-                    );
-                    f = f.cite(&u.cite);
-                }
-            }
-            out.push(f);
+        if t.reason_is("OOMKilled") && t.exit() == Some(143) {
+            // Reported by the `terminated` rule; kept low here so both are visible.
+            out.push(oom_reported_with_sigterm(t, name));
+        } else if t.reason_is("OOMKilled") {
+            out.push(oom_killed(cx, c, t, name));
+        } else if t.exit() == Some(137) {
+            out.push(sigkill_without_oom(cx, c, t, name));
         }
     }
     if let Some(f) = cx.from_logs(Cause::OomKilled, |s| {
@@ -186,6 +68,153 @@ fn check_oom(cx: &Context) -> Vec<Finding> {
         );
     }
     out
+}
+
+fn oom_reported_with_sigterm(t: &ContainerState, name: Option<&str>) -> Finding {
+    Finding::new(
+        Cause::OomKilled,
+        Strength::Hint.score(),
+        format!(
+            "{} is reported OOMKilled but exited 143 (SIGTERM)",
+            super::who(name)
+        ),
+    )
+    .container(name)
+    .cite_opt(t.reason.as_ref().map(|f| &f.cite))
+    .cite_opt(t.exit_code.as_ref().map(|f| &f.cite))
+}
+
+/// The runtime's own record: the container was OOMKilled. The summary and
+/// the fix grow with what else is known: the limit, the measured use, how
+/// long the run lasted, a model server's weights.
+fn oom_killed(cx: &Context, c: &Container, t: &ContainerState, name: Option<&str>) -> Finding {
+    let mut summary = format!(
+        "{} was killed by the kernel for exceeding its memory",
+        super::who(name)
+    );
+    let mut f =
+        Finding::new(Cause::OomKilled, Strength::Certain.score(), String::new()).container(name);
+    f = f
+        .cite_opt(t.reason.as_ref().map(|x| &x.cite))
+        .cite_opt(t.exit_code.as_ref().map(|x| &x.cite));
+    f = memory_limit_fix(cx, f, &mut summary, c.limits.get("memory"), name);
+    if let Some((u, _)) = usage_of(cx, &c.name) {
+        summary.push_str(&format!(
+            "; last measured memory use {}",
+            u.memory.as_deref().unwrap_or("?")
+        ));
+        f = f.cite(&u.cite);
+    }
+    if let Some(run) = t.run_seconds() {
+        if run >= 3600 {
+            summary.push_str(&format!("; the run lasted {} before the kill, so memory grows over time (a leak or unbounded cache) rather than being too small at start", human_duration(run)));
+            f = f.fix("profile the memory growth (heap dumps, pprof) before raising the limit again: a leak only moves the crash later");
+        } else if run <= 300 {
+            summary.push_str(&format!(
+                "; it died {} after start, so the limit is too small for startup",
+                human_duration(run)
+            ));
+        }
+    }
+    if let Some(server) = crate::rules::facts::model_server(cx.pod) {
+        summary.push_str(&format!("; {server} loads the model weights into host memory before the GPU: the limit must hold them"));
+        if let Some((bytes, how)) = crate::rules::facts::weights_size(cx.pod) {
+            let gib = bytes as f64 / (1u64 << 30) as f64;
+            summary.push_str(&format!(" (the weights are about {gib:.1} GiB, {how})"));
+        }
+        if let Some((stage, _)) = crate::rules::facts::death_stage(cx.pod) {
+            summary.push_str(&format!("; its log ends while {}", stage.describe()));
+        }
+        f = f.fix("for a model server, the memory limit must cover the weights being read (safetensors are mapped into host memory) plus the server: size it from the model's size on disk plus a few GiB");
+    }
+    if !cx.events_with(|e| e.reason == "Unhealthy").is_empty() {
+        f = f.why("liveness probe failures were also seen; OOMKilled is the kernel's own record of the kill, so it outranks the probe");
+    }
+    f.summary = summary;
+    f = f
+        .cmd(cx.kubectl(&format!("top pod {} --containers", cx.pod_name())))
+        .cmd(cx.logs_previous_cmd(name))
+        .cmd(cx.describe_cmd());
+    f
+}
+
+/// The new memory limit, from the old one (1.5x, or a model server's weights
+/// plus room when that is more), as a sentence and as YAML.
+fn memory_limit_fix(
+    cx: &Context,
+    mut f: Finding,
+    summary: &mut String,
+    limit: Option<&Field<String>>,
+    name: Option<&str>,
+) -> Finding {
+    match limit {
+        Some(l) => {
+            summary.push_str(&format!(" limit of {}", l.value));
+            f = f.cite(&l.cite);
+            if let Some(b) = parse_bytes(&l.value) {
+                // 1.5x the limit, or the weights plus room for the server when that is more.
+                let weights = crate::rules::facts::model_server(cx.pod)
+                    .and_then(|_| crate::rules::facts::weights_size(cx.pod))
+                    .map(|(w, _)| w + (4u64 << 30));
+                let target = (b + b / 2).max(weights.unwrap_or(0));
+                let suggested = format_bytes_quantity(target);
+                let basis = if weights.is_some_and(|w| w > b + b / 2) {
+                    "the weights plus 4 GiB for the server"
+                } else {
+                    "1.5x"
+                };
+                f = f.fix(format!(
+                    "raise the memory limit of {} from {} to about {suggested} ({basis}) and set the request to match, then watch the peak with `kubectl top`",
+                    super::who(name),
+                    l.value
+                ));
+                f = f.fix(format!(
+                    "resources:\n  requests:\n    memory: {suggested}\n  limits:\n    memory: {suggested}"
+                ));
+            }
+        }
+        None => {
+            summary.push_str(" (no memory limit is shown: check the limit in the workload spec or a LimitRange default)");
+            f = f.fix("set resources.limits.memory above the observed peak; with no limit, the namespace's LimitRange default applies");
+        }
+    }
+    f
+}
+
+/// Near miss: SIGKILL without OOMKilled. Weak, so other evidence decides,
+/// unless measured use was within 10% of the limit.
+fn sigkill_without_oom(
+    cx: &Context,
+    c: &Container,
+    t: &ContainerState,
+    name: Option<&str>,
+) -> Finding {
+    let mut f = Finding::hint(
+        Cause::OomKilled,
+        format!("{} was killed with SIGKILL (exit 137) but the reason is not OOMKilled: a probe, the node's OOM killer or an external kill", super::who(name)),
+    )
+    .container(name)
+    .cite_opt(t.exit_code.as_ref().map(|x| &x.cite))
+    .decided_by(cx.kubectl(&format!("top pod {} --containers", cx.pod_name())));
+    if let Some(l) = c.limits.get("memory") {
+        f = f.cite(&l.cite);
+        // Measured usage close to the limit makes the memory explanation likely.
+        if let Some((u, used)) = usage_of(cx, &c.name)
+            && let Some(limit) = parse_bytes(&l.value)
+            && used * 10 >= limit * 9
+        {
+            f.score = Strength::Moderate.score();
+            f.status_only = false;
+            f.summary = format!(
+                "{} was killed with SIGKILL (exit 137) while its memory use ({}) was within 10% of its limit ({}): most likely an OOM kill the runtime did not report",
+                super::who(name),
+                u.memory.as_deref().unwrap_or("?"),
+                l.value
+            );
+            f = f.cite(&u.cite);
+        }
+    }
+    f
 }
 
 /// A container's measured memory use (`kubectl top` / metrics.k8s.io), in bytes.
