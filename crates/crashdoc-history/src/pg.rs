@@ -2362,7 +2362,7 @@ mod tests {
                 "Deployment/web".to_string(),
                 "oom-killed".to_string(),
             )]
-            .clone()
+                .clone()
         };
         assert_eq!(agg.first_seen.len(), 2);
         assert_eq!(first("east"), ("Deployment".into(), "web".into(), t(7250)));
