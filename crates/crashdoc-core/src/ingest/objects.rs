@@ -394,115 +394,19 @@ impl Walker<'_> {
                 }
             }
         }
-        for (rk, target) in [("limits", true), ("requests", false)] {
-            if let Some(m) = cv
-                .pointer(&format!("/resources/{rk}"))
-                .and_then(Value::as_object)
-            {
-                for (k, v) in m {
-                    let val = match v {
-                        Value::String(x) => x.clone(),
-                        other => other.to_string(),
-                    };
-                    let cite = self.cite(
-                        SourceKind::Spec,
-                        format!("{base}.resources.{rk}.{k}"),
-                        k,
-                        &val,
-                    );
-                    let map = if target {
-                        &mut c.limits
-                    } else {
-                        &mut c.requests
-                    };
-                    map.insert(k.clone(), Field::new(val, cite));
-                }
-            }
-        }
+        self.resources(cv, &base, &mut c);
         for pk in [
             ProbeKind::Liveness,
             ProbeKind::Readiness,
             ProbeKind::Startup,
         ] {
-            let Some(pv) = cv.get(pk.field()) else {
-                continue;
-            };
-            let path = format!("{base}.{}", pk.field());
-            let mut p = Probe::new(
-                pk,
-                Cite::new(SourceKind::Spec, path.clone(), format!("{}:", pk.field())),
-            );
-            if let Some(n) = self.find_line(pk.field(), "") {
-                p.cite.location = Some(format!(
-                    "{}:{}",
-                    self.doc.name,
-                    self.doc.line_offset + n as u64 + 1
-                ));
+            if let Some(pv) = cv.get(pk.field()) {
+                c.probes.push(self.probe(pv, pk, &base));
             }
-            let num = |k: &str, d: u32| pv.get(k).and_then(Value::as_u64).map_or(d, |n| n as u32);
-            p.initial_delay = num("initialDelaySeconds", 0);
-            p.timeout = num("timeoutSeconds", 1);
-            p.period = num("periodSeconds", 10);
-            p.success = num("successThreshold", 1);
-            p.failure = num("failureThreshold", 3);
-            p.handler = if let Some(h) = pv.get("httpGet") {
-                format!(
-                    "http-get :{}{}",
-                    h.get("port")
-                        .map(|x| x.to_string().trim_matches('"').to_string())
-                        .unwrap_or_default(),
-                    s(h, "path").unwrap_or_default()
-                )
-            } else if let Some(e) = pv.pointer("/exec/command") {
-                format!("exec {e}")
-            } else if let Some(t) = pv.get("tcpSocket") {
-                format!(
-                    "tcp-socket :{}",
-                    t.get("port").map(|x| x.to_string()).unwrap_or_default()
-                )
-            } else {
-                String::new()
-            };
-            p.cite.text = format!(
-                "{}: initialDelaySeconds={} periodSeconds={} failureThreshold={} timeoutSeconds={}",
-                pk.field(),
-                p.initial_delay,
-                p.period,
-                p.failure,
-                p.timeout
-            );
-            c.probes.push(p);
         }
         if let Some(env) = cv.get("env").and_then(Value::as_array) {
             for e in env {
-                let ename = s(e, "name").unwrap_or_default();
-                let from = e.get("valueFrom").and_then(|vf| {
-                    let (kind, r) = if let Some(r) = vf.get("secretKeyRef") {
-                        (RefKind::Secret, r)
-                    } else {
-                        (RefKind::ConfigMap, vf.get("configMapKeyRef")?)
-                    };
-                    Some(EnvSource {
-                        kind,
-                        name: s(r, "name").unwrap_or_default(),
-                        key: s(r, "key"),
-                        optional: r.get("optional").and_then(Value::as_bool).unwrap_or(false),
-                    })
-                });
-                let cite = self.cite(
-                    SourceKind::Spec,
-                    format!("{base}.env[{ename}]"),
-                    "name",
-                    &ename,
-                );
-                // Literal values are kept (they are in the spec for all to see);
-                // Secret-sourced values are never fetched.
-                c.env.push(EnvVar {
-                    name: ename,
-                    value: s(e, "value"),
-                    from,
-                    cite,
-                });
+                c.env.push(self.env_var(e, &base));
             }
         }
         if let Some(m) = cv.get("volumeMounts") {
@@ -530,6 +434,101 @@ impl Walker<'_> {
             }
         }
         c
+    }
+
+    /// `resources.limits` and `resources.requests`, each value cited.
+    fn resources(&mut self, cv: &Value, base: &str, c: &mut Container) {
+        for (rk, target) in [("limits", true), ("requests", false)] {
+            if let Some(m) = cv
+                .pointer(&format!("/resources/{rk}"))
+                .and_then(Value::as_object)
+            {
+                for (k, v) in m {
+                    let val = match v {
+                        Value::String(x) => x.clone(),
+                        other => other.to_string(),
+                    };
+                    let cite = self.cite(
+                        SourceKind::Spec,
+                        format!("{base}.resources.{rk}.{k}"),
+                        k,
+                        &val,
+                    );
+                    let map = if target {
+                        &mut c.limits
+                    } else {
+                        &mut c.requests
+                    };
+                    map.insert(k.clone(), Field::new(val, cite));
+                }
+            }
+        }
+    }
+
+    /// A liveness, readiness or startup probe with Kubernetes' defaults for
+    /// what it leaves out (timeout 1 s, period 10 s, thresholds 1 and 3).
+    fn probe(&mut self, pv: &Value, pk: ProbeKind, base: &str) -> Probe {
+        let path = format!("{base}.{}", pk.field());
+        let mut p = Probe::new(
+            pk,
+            Cite::new(SourceKind::Spec, path.clone(), format!("{}:", pk.field())),
+        );
+        if let Some(n) = self.find_line(pk.field(), "") {
+            p.cite.location = Some(format!(
+                "{}:{}",
+                self.doc.name,
+                self.doc.line_offset + n as u64 + 1
+            ));
+        }
+        let num = |k: &str, d: u32| pv.get(k).and_then(Value::as_u64).map_or(d, |n| n as u32);
+        p.initial_delay = num("initialDelaySeconds", 0);
+        p.timeout = num("timeoutSeconds", 1);
+        p.period = num("periodSeconds", 10);
+        p.success = num("successThreshold", 1);
+        p.failure = num("failureThreshold", 3);
+        p.handler = probe_handler(pv);
+        p.cite.text = format!(
+            "{}: initialDelaySeconds={} periodSeconds={} failureThreshold={} timeoutSeconds={}",
+            pk.field(),
+            p.initial_delay,
+            p.period,
+            p.failure,
+            p.timeout
+        );
+        p
+    }
+
+    /// One `env` entry: a literal value (in the spec for all to see) or a
+    /// ConfigMap/Secret key reference (a Secret's value is never fetched).
+    fn env_var(&mut self, e: &Value, base: &str) -> EnvVar {
+        let ename = s(e, "name").unwrap_or_default();
+        let from = e.get("valueFrom").and_then(|vf| {
+            let (kind, r) = if let Some(r) = vf.get("secretKeyRef") {
+                (RefKind::Secret, r)
+            } else {
+                (RefKind::ConfigMap, vf.get("configMapKeyRef")?)
+            };
+            Some(EnvSource {
+                kind,
+                name: s(r, "name").unwrap_or_default(),
+                key: s(r, "key"),
+                optional: r.get("optional").and_then(Value::as_bool).unwrap_or(false),
+            })
+        });
+        let cite = self.cite(
+            SourceKind::Spec,
+            format!("{base}.env[{ename}]"),
+            "name",
+            &ename,
+        );
+        // Literal values are kept (they are in the spec for all to see);
+        // Secret-sourced values are never fetched.
+        EnvVar {
+            name: ename,
+            value: s(e, "value"),
+            from,
+            cite,
+        }
     }
 
     /// The source kind of each of the pod's volumes (`volumes[].configMap`,
@@ -915,6 +914,28 @@ pub fn merge_container(pod: &mut Pod, c: Container) {
     match pod.containers.iter_mut().find(|x| x.name == c.name) {
         Some(x) => x.merge(c),
         None => pod.containers.push(c),
+    }
+}
+
+/// How a probe checks: `http-get :PORT/PATH`, `exec [...]`, `tcp-socket :PORT`.
+fn probe_handler(pv: &Value) -> String {
+    if let Some(h) = pv.get("httpGet") {
+        format!(
+            "http-get :{}{}",
+            h.get("port")
+                .map(|x| x.to_string().trim_matches('"').to_string())
+                .unwrap_or_default(),
+            s(h, "path").unwrap_or_default()
+        )
+    } else if let Some(e) = pv.pointer("/exec/command") {
+        format!("exec {e}")
+    } else if let Some(t) = pv.get("tcpSocket") {
+        format!(
+            "tcp-socket :{}",
+            t.get("port").map(|x| x.to_string()).unwrap_or_default()
+        )
+    } else {
+        String::new()
     }
 }
 
