@@ -208,9 +208,7 @@ impl JwtCheck {
             return pick(&l);
         }
         l.checked = Instant::now();
-        let modified = std::fs::metadata(&self.file)
-            .and_then(|m| m.modified())
-            .ok();
+        let modified = modified(&self.file);
         if modified.is_some() && modified != l.modified {
             // A file that became unreadable or bad keeps the keys it had.
             if let Ok(fresh) = read(&self.file) {
@@ -236,8 +234,13 @@ fn rejected(kind: &jsonwebtoken::errors::ErrorKind) -> Rejected {
     }
 }
 
+/// When the file (through a ConfigMap mount's symlinks) last changed.
+fn modified(file: &Path) -> Option<SystemTime> {
+    std::fs::metadata(file).and_then(|m| m.modified()).ok()
+}
+
 fn read(file: &Path) -> Result<Loaded, JwksError> {
-    let modified = std::fs::metadata(file).and_then(|m| m.modified()).ok();
+    let modified = modified(file);
     let text = std::fs::read_to_string(file).map_err(|source| JwksError::Read {
         file: file.to_path_buf(),
         source,

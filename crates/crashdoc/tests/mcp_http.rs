@@ -459,38 +459,44 @@ fn no_auth_is_refused_off_loopback_and_without_the_flag() {
     assert_eq!(a.status, 200, "{line}{}", a.head);
 }
 
-/// A self-signed certificate for localhost and 127.0.0.1 (openssl CLI).
-fn self_signed(d: &Path) -> (PathBuf, PathBuf) {
-    let (cert, key) = (d.join("cert.pem"), d.join("key.pem"));
-    let out = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost,IP:127.0.0.1",
-            // an end-entity certificate (webpki refuses a CA as a server's)
-            "-addext",
-            "basicConstraints=critical,CA:FALSE",
-            "-keyout",
-        ])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl (the test makes its certificate with it)");
+/// Run an openssl CLI command (.ci/run installs openssl); the test stops
+/// on a failure with what openssl said.
+fn openssl(cmd: &mut Command) {
+    let out = cmd.output().expect("openssl (install it: .ci/run does)");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A self-signed certificate for localhost and 127.0.0.1 (openssl CLI).
+fn self_signed(d: &Path) -> (PathBuf, PathBuf) {
+    let (cert, key) = (d.join("cert.pem"), d.join("key.pem"));
+    openssl(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=localhost",
+                "-addext",
+                "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                // an end-entity certificate (webpki refuses a CA as a server's)
+                "-addext",
+                "basicConstraints=critical,CA:FALSE",
+                "-keyout",
+            ])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
     );
     (cert, key)
 }
@@ -595,22 +601,17 @@ fn a_bad_tls_key_is_an_error_with_a_hint_that_shows_nothing_of_the_file() {
 /// An EC P-256 key from the openssl CLI, for signing test tokens.
 fn ec_key(d: &Path, name: &str) -> jsonwebtoken::EncodingKey {
     let path = d.join(name);
-    let out = Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-        ])
-        .arg(&path)
-        .output()
-        .expect("openssl (install it: .ci/run does)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    openssl(
+        Command::new("openssl")
+            .args([
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+            ])
+            .arg(&path),
     );
     jsonwebtoken::EncodingKey::from_ec_pem(&std::fs::read(&path).expect("key")).expect("EC key")
 }
