@@ -435,20 +435,15 @@ impl<'d> Parser<'d> {
                 c.spec_from = c.spec_from.max(Some(SpecFrom::Describe));
                 Sub::None
             }
-            "command" | "args" => {
-                let list = if key == "command" {
-                    &mut c.command
-                } else {
-                    &mut c.args
-                };
-                if !value.is_empty() {
-                    list.push(value.to_string());
-                }
-                if key == "command" {
-                    Sub::Command
-                } else {
-                    Sub::Args
-                }
+            "command" => {
+                c.command
+                    .extend((!value.is_empty()).then(|| value.to_string()));
+                Sub::Command
+            }
+            "args" => {
+                c.args
+                    .extend((!value.is_empty()).then(|| value.to_string()));
+                Sub::Args
             }
             "port" | "ports" => {
                 c.ports.extend(
